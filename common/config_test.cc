@@ -1,0 +1,66 @@
+#include "common/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace invmw::config {
+namespace {
+
+std::map<std::string, std::string> g_env;
+const char* Lookup(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+TEST(Config, DefaultsApplyWhenUnset) {
+  g_env.clear();
+  Config c = Load(Lookup);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_FALSE(c.TRACE_ENABLE);
+  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 0.010);
+  EXPECT_EQ(c.TRACE_BUFFER, 64ull << 20);
+  EXPECT_EQ(c.effective.size(), Variables().size());
+}
+
+TEST(Config, ParsesEveryType) {
+  g_env = {{"INVMW_TRACE_ENABLE", "yes"},
+           {"INVMW_SAMPLER_INTERVAL", "250us"},
+           {"INVMW_TRACE_BUFFER", "512K"},
+           {"INVMW_WRAP_EXCLUDE", "MPI_Iprobe, MPI_Test,"},
+           {"INVMW_WRAP_MAX_THREADS", "8"}};
+  Config c = Load(Lookup);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.TRACE_ENABLE);
+  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 250e-6);
+  EXPECT_EQ(c.TRACE_BUFFER, 512u * 1024);
+  ASSERT_EQ(c.WRAP_EXCLUDE.size(), 2u);
+  EXPECT_EQ(c.WRAP_EXCLUDE[1], "MPI_Test");
+  EXPECT_EQ(c.WRAP_MAX_THREADS, 8);
+}
+
+TEST(Config, BadValueWarnsAndKeepsDefault) {
+  g_env = {{"INVMW_SAMPLER_INTERVAL", "fast"}, {"INVMW_TRACE_ENABLE", "maybe"}};
+  Config c = Load(Lookup);
+  ASSERT_EQ(c.warnings.size(), 2u);
+  EXPECT_NE(c.warnings[0].find("INVMW_TRACE_ENABLE=maybe"), std::string::npos);
+  EXPECT_NE(c.warnings[1].find("duration"), std::string::npos);
+  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 0.010);
+  EXPECT_FALSE(c.TRACE_ENABLE);
+}
+
+TEST(Config, DurationAndSizeRejectGarbage) {
+  double d;
+  uint64_t s;
+  EXPECT_FALSE(ParseDuration("-1ms", &d));
+  EXPECT_FALSE(ParseDuration("10 parsecs", &d));
+  EXPECT_TRUE(ParseDuration("2", &d));
+  EXPECT_DOUBLE_EQ(d, 2.0);
+  EXPECT_FALSE(ParseSize("12Q", &s));
+  EXPECT_TRUE(ParseSize("1G", &s));
+  EXPECT_EQ(s, 1ull << 30);
+}
+
+}  // namespace
+}  // namespace invmw::config
