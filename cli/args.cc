@@ -61,8 +61,10 @@ std::string Args::Help() const {
   os << "usage: " << usage_ << "\n\n" << description_ << "\n\noptions:\n";
   for (const auto& o : opts_) {
     std::string lhs = "  " + o.name + (o.metavar.empty() ? "" : " " + o.metavar);
-    if (lhs.size() < 26) lhs.resize(26, ' ');
-    else lhs += "\n" + std::string(26, ' ');
+    if (lhs.size() < 26)
+      lhs.resize(26, ' ');
+    else
+      lhs += "\n" + std::string(26, ' ');
     os << lhs << o.help << (o.values ? " (repeatable)" : "") << "\n";
   }
   if (rest_) {
@@ -116,8 +118,10 @@ int Args::Parse(int argc, char** argv, bool* done) {
         if (i + 1 >= argc) return Fail("option '" + name + "' needs a value " + found->metavar);
         value = argv[++i];
       }
-      if (found->value) *found->value = value;
-      else found->values->push_back(value);
+      if (found->value)
+        *found->value = value;
+      else
+        found->values->push_back(value);
       continue;
     }
     positional.push_back(a);
@@ -125,8 +129,7 @@ int Args::Parse(int argc, char** argv, bool* done) {
   if (!pos_ && !positional.empty())
     return Fail("unexpected argument '" + positional[0] + "' (see --help)");
   if (pos_) {
-    if ((int)positional.size() < pos_min_)
-      return Fail("missing " + pos_metavar_ + " (see --help)");
+    if ((int)positional.size() < pos_min_) return Fail("missing " + pos_metavar_ + " (see --help)");
     if (pos_max_ >= 0 && (int)positional.size() > pos_max_)
       return Fail("too many arguments: '" + positional.back() + "' (see --help)");
     *pos_ = positional;

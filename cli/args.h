@@ -20,8 +20,8 @@ class Args {
   Args& Option(const std::string& name, const std::string& metavar, std::string* out,
                const std::string& help);
   // An option that may be repeated; every value is appended.
-  Args& Repeated(const std::string& name, const std::string& metavar,
-                 std::vector<std::string>* out, const std::string& help);
+  Args& Repeated(const std::string& name, const std::string& metavar, std::vector<std::string>* out,
+                 const std::string& help);
   // Positional arguments: min..max of them (max < 0: unbounded).
   Args& Positional(const std::string& metavar, std::vector<std::string>* out, int min, int max);
   // Everything after a literal "--" is collected here (e.g. the launcher command of `run`).

@@ -65,8 +65,10 @@ int main(int argc, char** argv) {
     while (match) {
       size_t sp = name.find(' ', pos);
       std::string word = name.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
-      if (1 + words >= argc || word != argv[1 + words]) match = false;
-      else ++words;
+      if (1 + words >= argc || word != argv[1 + words])
+        match = false;
+      else
+        ++words;
       if (sp == std::string::npos) break;
       pos = sp + 1;
     }

@@ -9,8 +9,8 @@
 namespace invmw::cli {
 
 struct Verb {
-  const char* name;     // e.g. "run" or "trace export" (a space separates sub-verbs)
-  const char* summary;  // one line for `invmw --help`
+  const char* name;                   // e.g. "run" or "trace export" (a space separates sub-verbs)
+  const char* summary;                // one line for `invmw --help`
   int (*run)(int argc, char** argv);  // argv[0] is the verb name; returns the exit status
 };
 
@@ -22,6 +22,6 @@ const std::vector<Verb>& Verbs();
 #define INVMW_CLI_CONCAT2(a, b) a##b
 #define INVMW_CLI_CONCAT(a, b) INVMW_CLI_CONCAT2(a, b)
 // INVMW_VERB("name", "summary", function) registers a verb from any source file of `invmw`.
-#define INVMW_VERB(NAME, SUMMARY, FN)                                     \
+#define INVMW_VERB(NAME, SUMMARY, FN)                                    \
   static const bool INVMW_CLI_CONCAT(invmw_verb_registered_, __LINE__) = \
       ::invmw::cli::RegisterVerb({NAME, SUMMARY, FN})

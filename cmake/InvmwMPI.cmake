@@ -47,7 +47,9 @@ function(_invmw_add_flavor flavor cc fc showflag launcher)
   endif()
   _invmw_wrapper_flags(${_cc} ${showflag} inc comp link)
   add_library(invmw::mpi_c_${flavor} INTERFACE IMPORTED GLOBAL)
+  # The C++ bindings would drag libmpi_cxx in; invmw uses the C API from C++.
   set_target_properties(invmw::mpi_c_${flavor} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${inc}"
+                        INTERFACE_COMPILE_DEFINITIONS "OMPI_SKIP_MPICXX=1;MPICH_SKIP_MPICXX=1"
                         INTERFACE_LINK_OPTIONS "${link}")
   set(header "")
   foreach(d IN LISTS inc)

@@ -18,12 +18,18 @@ const std::vector<VarInfo>& Variables() {
 
 const char* TypeName(Type t) {
   switch (t) {
-    case Type::Bool: return "bool";
-    case Type::Int: return "int";
-    case Type::Size: return "size";
-    case Type::Duration: return "duration";
-    case Type::String: return "string";
-    case Type::List: return "list";
+    case Type::Bool:
+      return "bool";
+    case Type::Int:
+      return "int";
+    case Type::Size:
+      return "size";
+    case Type::Duration:
+      return "duration";
+    case Type::String:
+      return "string";
+    case Type::List:
+      return "list";
   }
   return "?";
 }
@@ -64,11 +70,16 @@ bool ParseSize(const std::string& in, uint64_t* out) {
   std::string unit = Trim(end);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
-  else return false;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    return false;
   *out = static_cast<uint64_t>(v * mult);
   return true;
 }
@@ -82,11 +93,16 @@ bool ParseDuration(const std::string& in, double* seconds) {
   if (errno != 0 || end == s.c_str() || !std::isfinite(v) || v < 0) return false;
   std::string unit = Trim(end);
   double mult;
-  if (unit.empty() || unit == "s") mult = 1;
-  else if (unit == "ms") mult = 1e-3;
-  else if (unit == "us") mult = 1e-6;
-  else if (unit == "ns") mult = 1e-9;
-  else return false;
+  if (unit.empty() || unit == "s")
+    mult = 1;
+  else if (unit == "ms")
+    mult = 1e-3;
+  else if (unit == "us")
+    mult = 1e-6;
+  else if (unit == "ns")
+    mult = 1e-9;
+  else
+    return false;
   *seconds = v * mult;
   return true;
 }
@@ -108,11 +124,16 @@ namespace {
 
 const char* Expected(Type t) {
   switch (t) {
-    case Type::Bool: return "expected 0/1, true/false, yes/no or on/off";
-    case Type::Int: return "expected an integer";
-    case Type::Size: return "expected a byte size such as 512K, 64M or 1G";
-    case Type::Duration: return "expected a non-negative duration such as 10ms, 500us or 1s";
-    default: return "";
+    case Type::Bool:
+      return "expected 0/1, true/false, yes/no or on/off";
+    case Type::Int:
+      return "expected an integer";
+    case Type::Size:
+      return "expected a byte size such as 512K, 64M or 1G";
+    case Type::Duration:
+      return "expected a non-negative duration such as 10ms, 500us or 1s";
+    default:
+      return "";
   }
 }
 
@@ -129,7 +150,8 @@ void Set(Config& cfg, const char* name, Type type, const char* def, const char* 
   cfg.effective.emplace_back(name, value);
 }
 
-void Set(Config& cfg, const char* name, Type, const char* def, const char* raw, std::string* field) {
+void Set(Config& cfg, const char* name, Type, const char* def, const char* raw,
+         std::string* field) {
   *field = raw ? raw : def;
   cfg.effective.emplace_back(name, *field);
 }
@@ -152,8 +174,8 @@ void Set(Config& cfg, const char* name, Type, const char* def, const char* raw,
 
 Config Load(const char* (*lookup)(const char* name)) {
   Config cfg;
-#define INVMW_VAR(PART, KEY, TYPE, DEF, DESC)                                                    \
-  Set(cfg, "INVMW_" #PART "_" #KEY, Type::TYPE, DEF, lookup("INVMW_" #PART "_" #KEY),         \
+#define INVMW_VAR(PART, KEY, TYPE, DEF, DESC)                                         \
+  Set(cfg, "INVMW_" #PART "_" #KEY, Type::TYPE, DEF, lookup("INVMW_" #PART "_" #KEY), \
       &cfg.PART##_##KEY INVMW_PARSER_##TYPE);
 #include "config_vars.def"
 #undef INVMW_VAR

@@ -1,0 +1,271 @@
+// `invmw run [options] -- <launcher> <program> ...`: run an unmodified MPI job under invmw.
+//
+// The preload must reach every rank but not the launcher itself, so it is passed the way each
+// launcher forwards environment to its ranks (Open MPI `-x`, MPICH/Hydra `-genv`, Slurm
+// `--export`); a program started without a launcher gets it in its environment. Afterwards the
+// per-rank data is merged when the job ended before MPI_Finalize could write the profile, and
+// the job's exit status is passed on unchanged.
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/paths.h"
+#include "cli/verb.h"
+#include "common/config.h"
+#include "pmpi_wrap/profile_report.h"
+
+namespace invmw::cli {
+namespace {
+
+enum class Launcher { kNone, kOpenMpi, kHydra, kSlurm };
+
+std::string Basename(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+std::string Which(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= p.size()) {
+    size_t c = p.find(':', pos);
+    if (c == std::string::npos) c = p.size();
+    std::string cand = p.substr(pos, c - pos) + "/" + name;
+    if (access(cand.c_str(), X_OK) == 0) return cand;
+    pos = c + 1;
+  }
+  return name;
+}
+
+Launcher DetectLauncher(const std::string& argv0) {
+  std::string b = Basename(argv0);
+  if (b == "srun") return Launcher::kSlurm;
+  if (b.find("mpirun") == std::string::npos && b.find("mpiexec") == std::string::npos &&
+      b != "orterun" && b != "prterun")
+    return Launcher::kNone;
+  // mpirun/mpiexec are alternatives symlinks: the real file says which MPI it belongs to.
+  char real[PATH_MAX];
+  std::string rb = b;
+  if (realpath(Which(argv0).c_str(), real)) rb = Basename(real);
+  if (rb.find("hydra") != std::string::npos || rb.find("mpich") != std::string::npos)
+    return Launcher::kHydra;
+  return Launcher::kOpenMpi;
+}
+
+// Which MPI the program of a launcher-less run uses: look at its dynamic dependencies.
+std::string ProgramFlavor(const std::string& prog) {
+  std::string cmd = "ldd '" + Which(prog) + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "openmpi";
+  char line[1024];
+  std::string flavor = "openmpi";
+  while (std::fgets(line, sizeof line, p))
+    if (std::strstr(line, "libmpich")) flavor = "mpich";
+  pclose(p);
+  return flavor;
+}
+
+std::string DefaultOutDir() {
+  time_t now = time(nullptr);
+  struct tm tmv;
+  gmtime_r(&now, &tmv);
+  char buf[64];
+  strftime(buf, sizeof buf, "invmw-%Y%m%d-%H%M%S", &tmv);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s-%06x", buf, unsigned(getpid() * 2654435761u) & 0xffffff);
+  return out;
+}
+
+std::string Absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return p;
+  return std::string(cwd) + "/" + p;
+}
+
+pid_t g_child = -1;
+void Forward(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+int Run(int argc, char** argv) {
+  std::string out, lib, mpi;
+  std::vector<std::string> env, command;
+  bool quiet = false;
+  Args args("invmw run [options] -- <launcher> [launcher options] <program> [args]",
+            "Runs an unmodified MPI job with the invmw library preloaded into every rank, and\n"
+            "writes the run's profile (profile.txt, profile.json) into one experiment\n"
+            "directory. The launcher is recognised by name: Open MPI's mpirun/mpiexec get\n"
+            "-x VAR=VALUE, MPICH's (Hydra) get -genv VAR VALUE, srun gets --export=ALL,...;\n"
+            "any other command (a program started directly, a script) gets the variables in\n"
+            "its environment. If the job ends without MPI_Finalize (crash, MPI_Abort, signal),\n"
+            "the per-rank data is merged into a profile marked incomplete. The exit status of\n"
+            "the job is passed on unchanged.");
+  args.Option("--out", "DIR", &out,
+              "experiment directory (default: invmw-YYYYMMDD-HHMMSS-<id> here)")
+      .Option("--mpi", "NAME", &mpi,
+              "MPI of the program: openmpi or mpich (default: from the launcher or program)")
+      .Option("--lib", "PATH", &lib, "preload this library instead of the matching libinvmw")
+      .Repeated("--env", "VAR=VALUE", &env,
+                "set an INVMW_* variable for the ranks (see `invmw config list`)")
+      .Flag("--quiet", &quiet, "print nothing but errors")
+      .Rest("COMMAND", &command, "the launcher (or program) and its arguments")
+      .Epilog(
+          "examples:\n"
+          "  invmw run -- mpirun -np 4 ./app input.dat\n"
+          "  invmw run --out results/run1 --env INVMW_WRAP_EXCLUDE=MPI_Iprobe -- mpiexec -n 2 "
+          "./app\n"
+          "  invmw run -- mpirun.mpich -n 2 ./app      (uses libinvmw-mpich.so)\n"
+          "PVM programs and plain LD_PRELOAD use: see README.md.");
+  bool done;
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  if (command.empty()) return Fail("nothing to run: give the command after `--` (see --help)");
+
+  for (const auto& e : env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || e.rfind("INVMW_", 0) != 0)
+      return Fail("--env " + e + ": expected INVMW_NAME=VALUE");
+    bool known = false;
+    for (const auto& v : config::Variables()) known |= e.substr(0, eq) == v.name;
+    if (!known) return Fail("--env " + e + ": unknown variable (see `invmw config list`)");
+  }
+
+  Launcher launcher = DetectLauncher(command[0]);
+  if (mpi.empty()) {
+    if (launcher == Launcher::kHydra)
+      mpi = "mpich";
+    else if (launcher == Launcher::kOpenMpi)
+      mpi = "openmpi";
+    else if (launcher == Launcher::kNone)
+      mpi = ProgramFlavor(command[0]);
+    else
+      mpi = "";  // srun: the default library
+  }
+  if (!mpi.empty() && mpi != "openmpi" && mpi != "mpich")
+    return Fail("--mpi " + mpi + ": expected openmpi or mpich");
+  if (lib.empty()) {
+    std::string err;
+    lib = FindPreloadLibrary(mpi, &err);
+    if (lib.empty()) return Fail(err);
+  } else if (access(lib.c_str(), R_OK) != 0) {
+    return Fail("--lib " + lib + ": no such file");
+  }
+  lib = Absolute(lib);
+
+  if (out.empty()) out = DefaultOutDir();
+  out = Absolute(out);
+  struct stat st;
+  if (stat((out + "/profile.json").c_str(), &st) == 0)
+    return Fail(out + " already holds a profile; choose another --out");
+
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += ":" + std::string(old);
+
+  // Variables for the ranks.
+  std::vector<std::pair<std::string, std::string>> vars = {{"LD_PRELOAD", preload},
+                                                           {"INVMW_OUTPUT_DIR", out}};
+  for (const auto& e : env) {
+    size_t eq = e.find('=');
+    vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+  }
+  for (const auto& v : config::Variables())
+    if (const char* val = std::getenv(v.name); val && std::string(v.name) != "INVMW_OUTPUT_DIR") {
+      bool given = false;
+      for (const auto& kv : vars) given |= kv.first == v.name;
+      if (!given) vars.emplace_back(v.name, val);
+    }
+
+  std::vector<std::string> full;
+  full.push_back(command[0]);
+  switch (launcher) {
+    case Launcher::kOpenMpi:
+      for (const auto& [k, v] : vars) full.insert(full.end(), {"-x", k + "=" + v});
+      break;
+    case Launcher::kHydra:
+      for (const auto& [k, v] : vars) full.insert(full.end(), {"-genv", k, v});
+      break;
+    case Launcher::kSlurm: {
+      std::string exp = "--export=ALL";
+      for (const auto& [k, v] : vars) exp += "," + k + "=" + v;
+      full.push_back(exp);
+      break;
+    }
+    case Launcher::kNone:
+      break;
+  }
+  full.insert(full.end(), command.begin() + 1, command.end());
+
+  if (!quiet)
+    std::fprintf(stderr, "invmw: running %s with %s, results in %s\n", command[0].c_str(),
+                 Basename(lib).c_str(), out.c_str());
+  std::fflush(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (launcher == Launcher::kNone)
+      for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+    else
+      setenv("INVMW_OUTPUT_DIR", out.c_str(), 1);
+    std::vector<char*> cargv;
+    for (auto& s : full) cargv.push_back(const_cast<char*>(s.c_str()));
+    cargv.push_back(nullptr);
+    execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "invmw: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  // The launcher gets our terminating signals (Ctrl-C reaches it through the terminal anyway).
+  struct sigaction sa {};
+  sa.sa_handler = Forward;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(s, &sa, nullptr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+
+  bool has_profile = stat((out + "/profile.json").c_str(), &st) == 0;
+  if (!has_profile) {
+    std::string err;
+    int n = 0;
+    if (profile::MergeDirectory(out, &err, &n)) {
+      if (!quiet)
+        std::fprintf(stderr,
+                     "invmw: the job ended before MPI_Finalize; built an incomplete profile from "
+                     "%d rank(s)\n",
+                     n);
+      has_profile = true;
+    } else if (!quiet) {
+      std::fprintf(stderr, "invmw: no profile: %s\n", err.c_str());
+    }
+  }
+  if (has_profile && !quiet)
+    std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", out.c_str());
+
+  if (WIFSIGNALED(status)) {
+    // Die the same way, so the caller sees the job's real status.
+    int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return 128 + sig;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+INVMW_VERB("run", "run an MPI job with invmw preloaded; write its profile", Run);
+
+}  // namespace invmw::cli

@@ -1,0 +1,83 @@
+// The per-rank raw profile: the one binary format shared by the preload runtime (which writes
+// it) and the `invmw` command (which merges ranks into profile.json / profile.txt).
+//
+// Why a raw format at all: when a job dies (signal, MPI_Abort, exit without MPI_Finalize) the
+// ranks cannot agree on anything, and a signal handler may only write(2). Each rank therefore
+// keeps its counters in fixed, preallocated memory and dumps them as this fixed layout; the
+// normal MPI_Finalize path gathers exactly the same bytes to rank 0. One parser serves both.
+//
+// Layout of a dump: RankHeader, then RankHeader::num_funcs FuncRecord entries (functions with
+// at least one call). All integers little-endian as in memory; the version field changes
+// whenever the layout does.
+#pragma once
+
+#include <cstdint>
+
+namespace invmw::raw {
+
+constexpr uint32_t kMagic = 0x4d564e49;  // "INVM"
+constexpr uint32_t kVersion = 1;
+
+// Message-size histogram: bin 0 holds zero-byte calls, bin b >= 1 holds calls moving
+// [2^(b-1), 2^b) bytes; the last bin is open-ended.
+constexpr int kHistBins = 40;
+
+inline int HistBin(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  int b = 64 - __builtin_clzll(bytes);
+  return b < kHistBins ? b : kHistBins - 1;
+}
+
+// Why the rank stopped recording.
+enum EndReason : uint32_t {
+  kEndFinalize = 0,  // MPI_Finalize: complete data
+  kEndExit = 1,      // process exited without MPI_Finalize
+  kEndAbort = 2,     // MPI_Abort called by this rank
+  kEndSignal = 3,    // fatal or terminating signal (end_signal says which)
+  kEndRunning = 4,   // snapshot of a live process
+};
+
+enum HeaderFlags : uint32_t {
+  kFlagIncomplete = 1u << 0,  // the rank did not reach MPI_Finalize
+  kFlagTraceOn = 1u << 1,
+};
+
+struct RankHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t header_size;  // sizeof(RankHeader), checked by readers
+  uint32_t record_size;  // sizeof(FuncRecord)
+  int32_t rank;
+  int32_t world_size;
+  int32_t pid;
+  uint32_t flags;
+  uint32_t end_reason;
+  int32_t end_signal;
+  uint32_t num_funcs;
+  uint32_t num_threads;       // threads that recorded calls
+  uint64_t dropped_threads;   // calls from threads beyond INVMW_WRAP_MAX_THREADS
+  uint64_t dropped_requests;  // nonblocking requests the tracking table could not hold
+  uint64_t errors;            // internal errors counted on hot paths
+  double ticks_per_second;
+  uint64_t init_ticks;  // tick stamp right after MPI_Init returned
+  uint64_t end_ticks;   // tick stamp when recording stopped
+  int64_t init_realtime_ns;
+  double wall_s;      // init .. end in seconds
+  double mpi_init_s;  // time spent inside MPI_Init itself
+  char host[128];
+  char mpi_library[256];
+  char invmw_version[32];
+  char mpi_flavor[16];
+};
+
+struct FuncRecord {
+  char name[48];  // MPI (or PVM) function name, as the application called it
+  uint64_t calls;
+  uint64_t ticks;  // total inclusive time in ticks
+  uint64_t bytes_sent;
+  uint64_t bytes_recv;
+  uint64_t max_ticks;  // longest single call
+  uint64_t hist[kHistBins];
+};
+
+}  // namespace invmw::raw
