@@ -1,0 +1,52 @@
+// `invmw profile DIR`: print a run's profile, building it first from the per-rank raw data when
+// the run ended before MPI_Finalize could.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/args.h"
+#include "cli/verb.h"
+#include "pmpi_wrap/profile_report.h"
+
+namespace invmw::cli {
+namespace {
+
+bool Exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+int ProfileCmd(int argc, char** argv) {
+  bool json_out = false, merge = false;
+  std::vector<std::string> pos;
+  Args args("invmw profile [--json] [--merge] DIR",
+            "Prints the profile of the run whose experiment directory is DIR (profile.txt, or\n"
+            "profile.json with --json). When DIR has no profile yet because the job ended\n"
+            "without MPI_Finalize, the profile is first built from the per-rank data under\n"
+            "DIR/raw/ and marked incomplete. --merge rebuilds it from raw/ even if it exists.");
+  args.Flag("--json", &json_out, "print profile.json instead of the text report")
+      .Flag("--merge", &merge, "rebuild the profile from DIR/raw/ first")
+      .Positional("DIR", &pos, 1, 1);
+  bool done;
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  const std::string dir = pos[0];
+  if (!Exists(dir)) return Fail(dir + ": no such directory");
+  if (merge || !Exists(dir + "/profile.json")) {
+    std::string err;
+    int n = 0;
+    if (!profile::MergeDirectory(dir, &err, &n)) return Fail(err);
+    std::fprintf(stderr, "invmw: built the profile of %s from %d rank dump(s)\n", dir.c_str(), n);
+  }
+  std::ifstream in(dir + (json_out ? "/profile.json" : "/profile.txt"));
+  if (!in) return Fail(dir + ": cannot read the profile");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+INVMW_VERB("profile", "print (or build after a crash) a run's profile", ProfileCmd);
+
+}  // namespace invmw::cli

@@ -1,0 +1,60 @@
+// Turning per-rank raw dumps into the run's profile (profile.json for programs, profile.txt for
+// people).
+//
+// One code path serves both ways a profile comes to exist: at MPI_Finalize rank 0 gathers
+// every rank's dump over MPI and calls BuildProfile; after an abnormal end `invmw` reads the
+// dumps each rank saved under raw/ and calls the same function with incomplete = true.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/raw_format.h"
+
+namespace invmw::profile {
+
+struct RankData {
+  raw::RankHeader header{};
+  std::vector<raw::FuncRecord> funcs;
+};
+
+// Run metadata recorded by rank 0 at MPI_Init (meta.json).
+struct RunMeta {
+  std::string invmw_version;
+  std::string mpi_flavor;
+  std::string mpi_library;
+  std::string output_dir;
+  std::string command;
+  std::string start_time;  // ISO 8601, UTC
+  int world_size = 0;
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+nlohmann::json MetaToJson(const RunMeta& m);
+bool MetaFromJson(const nlohmann::json& j, RunMeta* m, std::string* error);
+
+// Parses one dump (header + records). Errors name what is wrong.
+bool ParseDump(const void* data, size_t size, RankData* out, std::string* error);
+bool ReadDumpFile(const std::string& path, RankData* out, std::string* error);
+
+// The profile document. ranks may be missing some world ranks (a rank that died without
+// saving); they are listed under "missing_ranks".
+nlohmann::json BuildProfile(const std::vector<RankData>& ranks, const RunMeta& meta,
+                            bool incomplete);
+std::string RenderText(const nlohmann::json& profile);
+
+// Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
+// reader never sees half a profile.
+bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error);
+
+// Builds the profile of dir from raw/rank-*.bin and meta.json (after an abnormal end). Returns
+// false with an error when there is nothing to merge.
+bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found = nullptr);
+
+std::string RawDumpPath(const std::string& dir, int rank);
+
+}  // namespace invmw::profile

@@ -1,0 +1,40 @@
+// Nonblocking operations followed from their start to their completion.
+//
+// A request handle is the only thing MPI gives back, so the table maps handle -> what the
+// operation was (function, peer, tag, communicator, bytes). It is one global open-addressing
+// table with atomic slot claims: a request may be completed by another thread than the one that
+// started it, and neither side takes a lock. Probing is bounded; a request that finds no slot is
+// counted as dropped and its completion goes unrecorded.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "function_table.h"
+
+namespace invmw::wrap {
+
+enum class ReqKind : uint8_t { kSend, kRecv, kCollective, kRma, kIo, kOther };
+
+struct ReqInfo {
+  uint64_t bytes;  // sends: bytes sent per start; receives: posted size (actual from status)
+  uint64_t post_ticks;
+  MPI_Comm comm;   // to translate the source of receives at completion
+  int32_t peer;    // world rank, or kPeerNone for ANY_SOURCE (resolved at completion)
+  int32_t tag;
+  uint16_t func;
+  ReqKind kind;
+  bool persistent;
+  bool active;  // persistent requests: started and not yet completed
+};
+
+// Stores info for a new request handle (overwriting a stale entry for a reused handle).
+void TrackRequest(MPI_Request req, const ReqInfo& info);
+// Finds the entry; nullptr when the request was never tracked.
+ReqInfo* FindRequest(MPI_Request req);
+// Removes the entry (non-persistent completion, MPI_Request_free).
+void ForgetRequest(MPI_Request req);
+
+}  // namespace invmw::wrap

@@ -1,0 +1,413 @@
+#include "pmpi_wrap/runtime.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "common/clock.h"
+#include "invmw_version.h"
+#include "pmpi_wrap/comm_table.h"
+#include "pmpi_wrap/fortran.h"
+#include "pmpi_wrap/profile_report.h"
+#include "pmpi_wrap/thread_state.h"
+
+extern "C" char invmw_mpi_mismatch;
+
+namespace invmw::wrap {
+
+Runtime g;
+bool g_mpi_mismatch = false;
+INVMW_TLS ThreadState* tls_state = nullptr;
+INVMW_TLS bool tls_in_call = false;
+
+namespace {
+
+// ---- thread slots --------------------------------------------------------------------------
+std::atomic<ThreadState*>* g_threads = nullptr;  // array of max_threads, set at init
+int g_max_threads = 0;
+std::atomic<int> g_thread_count{0};
+
+// ---- abnormal-end support: everything a signal handler needs, prepared at init ---------------
+char g_dump_path[4096];
+char* g_dump_buf = nullptr;
+size_t g_dump_cap = 0;
+std::atomic<bool> g_dumped{false};
+clock::Anchor g_init_anchor;
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT,
+                            SIGHUP};
+struct sigaction g_old_actions[sizeof(kSignals) / sizeof(kSignals[0])];
+profile::RunMeta g_meta;
+
+void WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+// Saves the raw dump once (whichever end comes first wins). Async-signal-safe.
+void SaveRawDump(uint32_t reason, int sig) {
+  if (!g.initialized || g.finalized || !g_dump_buf) return;
+  if (g_dumped.exchange(true)) return;
+  g.recording.store(false, std::memory_order_relaxed);
+  size_t n = FillRawDump(reason, sig, g_dump_buf, g_dump_cap);
+  int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  WriteAll(fd, g_dump_buf, n);
+  close(fd);
+}
+
+void OnSignal(int sig, siginfo_t* info, void* ctx) {
+  int saved_errno = errno;
+  SaveRawDump(raw::kEndSignal, sig);
+  // Hand the signal to whoever had it before us (Open MPI's handlers, or the default action),
+  // so the process ends exactly as it would have without invmw.
+  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+    if (kSignals[i] != sig) continue;
+    struct sigaction& old = g_old_actions[i];
+    sigaction(sig, &old, nullptr);
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
+      old.sa_sigaction(sig, info, ctx);
+    } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
+      old.sa_handler(sig);
+    } else if (old.sa_handler == SIG_DFL) {
+      // Synchronous faults re-fault on return with the default action; others re-raise.
+      if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL) raise(sig);
+    }
+    break;
+  }
+  errno = saved_errno;
+}
+
+void InstallSignalHandlers() {
+  static char altstack[64 * 1024];
+  stack_t ss{};
+  ss.ss_sp = altstack;
+  ss.ss_size = sizeof altstack;
+  sigaltstack(&ss, nullptr);
+  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSignal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(kSignals[i], &sa, &g_old_actions[i]);
+    // An ignored signal stays ignored: we must not make it fatal.
+    if (!(g_old_actions[i].sa_flags & SA_SIGINFO) && g_old_actions[i].sa_handler == SIG_IGN)
+      sigaction(kSignals[i], &g_old_actions[i], nullptr);
+  }
+}
+
+bool MakeDirs(const std::string& path) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+std::string DefaultDirName() {
+  time_t now = time(nullptr);
+  struct tm tmv;
+  gmtime_r(&now, &tmv);
+  char buf[64];
+  strftime(buf, sizeof buf, "invmw-%Y%m%d-%H%M%S", &tmv);
+  unsigned id = unsigned(clock::Ticks() ^ (uint64_t(getpid()) << 16)) & 0xffffff;
+  char out[96];
+  std::snprintf(out, sizeof out, "%s-%06x", buf, id);
+  return out;
+}
+
+std::string IsoTime(int64_t realtime_ns) {
+  time_t s = time_t(realtime_ns / 1000000000);
+  struct tm tmv;
+  gmtime_r(&s, &tmv);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  return buf;
+}
+
+std::string CommandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& c : s)
+    if (c == '\0') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+void Warn(const std::string& msg) {
+  if (g.rank <= 0) std::fprintf(stderr, "invmw: warning: %s\n", msg.c_str());
+}
+
+// A library built for one MPI preloaded into a program of the other would call the wrong
+// library through wrong handle types; detect it before MPI_Init and stay out of the way.
+void CheckMpiFlavor() {
+  // A function only this MPI has (functions, unlike data, are never copied into the program).
+  const char* probe = std::strcmp(kMpiFlavor, "mpich") == 0 ? "MPII_Comm_get_attr" : "ompi_mpi_init";
+  void* init = dlsym(RTLD_DEFAULT, "PMPI_Init");
+  void* mine = dlsym(RTLD_DEFAULT, probe);
+  Dl_info a{}, b{};
+  if (!init || !mine || !dladdr(init, &a) || !dladdr(mine, &b)) return;
+  if (a.dli_fbase != b.dli_fbase) {
+    g_mpi_mismatch = true;
+    invmw_mpi_mismatch = 1;
+    const char* r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    if (!r || std::strcmp(r, "0") == 0)
+      std::fprintf(stderr,
+                   "invmw: warning: this libinvmw was built for %s, but the program uses the MPI "
+                   "library %s; invmw stays disabled for this run (use the invmw library built "
+                   "for that MPI, e.g. libinvmw-mpich.so for MPICH)\n",
+                   kMpiFlavor, a.dli_fname);
+  }
+}
+
+__attribute__((constructor)) void OnLoad() { CheckMpiFlavor(); }
+
+__attribute__((destructor)) void OnUnload() {
+  // exit() without MPI_Finalize: keep what was recorded.
+  if (g.initialized && !g.finalized && g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndExit, 0);
+}
+
+}  // namespace
+
+// ---- thread attach -------------------------------------------------------------------------
+ThreadState* AttachThread() {
+  if (!g_threads) return nullptr;
+  int idx = g_thread_count.fetch_add(1, std::memory_order_relaxed);
+  if (idx >= g_max_threads) {
+    g_thread_count.fetch_sub(1, std::memory_order_relaxed);
+    g.dropped_threads.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  auto* ts = static_cast<ThreadState*>(std::calloc(1, sizeof(ThreadState)));
+  if (!ts) {
+    g.errors.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  ts->index = idx;
+  ts->cached_type = MPI_DATATYPE_NULL;
+  g_threads[idx].store(ts, std::memory_order_release);
+  tls_state = ts;
+  return ts;
+}
+
+int ThreadCount() { return std::min(g_thread_count.load(), g_max_threads); }
+ThreadState* ThreadAt(int i) { return g_threads[i].load(std::memory_order_acquire); }
+
+// ---- dump ----------------------------------------------------------------------------------
+size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
+  auto* h = reinterpret_cast<raw::RankHeader*>(buf);
+  std::memset(h, 0, sizeof *h);
+  h->magic = raw::kMagic;
+  h->version = raw::kVersion;
+  h->header_size = sizeof(raw::RankHeader);
+  h->record_size = sizeof(raw::FuncRecord);
+  h->rank = g.rank;
+  h->world_size = g.world_size;
+  h->pid = getpid();
+  h->flags = end_reason == raw::kEndFinalize ? 0u : uint32_t(raw::kFlagIncomplete);
+  h->end_reason = end_reason;
+  h->end_signal = end_signal;
+  h->dropped_threads = g.dropped_threads.load();
+  h->dropped_requests = g.dropped_requests.load();
+  h->errors = g.errors.load();
+  h->end_ticks = clock::Ticks();
+  clock::Anchor now = clock::TakeAnchor();
+  double tps = clock::TicksPerSecond(g_init_anchor, now);
+  h->ticks_per_second = tps > 0 ? tps : g.ticks_per_second;
+  h->init_ticks = g.init_ticks;
+  h->init_realtime_ns = g.init_realtime_ns;
+  // Wall time covers MPI_Init itself, so the MPI share is a share of the same interval.
+  h->wall_s = double(h->end_ticks - g.init_enter_ticks) / h->ticks_per_second;
+  h->mpi_init_s = double(g.init_ticks - g.init_enter_ticks) / h->ticks_per_second;
+  std::memcpy(h->host, g.host, sizeof h->host);
+  std::memcpy(h->mpi_library, g.mpi_library, sizeof h->mpi_library);
+  std::strncpy(h->invmw_version, INVMW_VERSION, sizeof h->invmw_version - 1);
+  std::strncpy(h->mpi_flavor, kMpiFlavor, sizeof h->mpi_flavor - 1);
+
+  int nthreads = ThreadCount();
+  h->num_threads = uint32_t(nthreads);
+  auto* rec = reinterpret_cast<raw::FuncRecord*>(buf + sizeof(raw::RankHeader));
+  size_t max_recs = (cap - sizeof(raw::RankHeader)) / sizeof(raw::FuncRecord);
+  uint32_t n = 0;
+  for (int f = 0; f < kNumFuncs && n < max_recs; ++f) {
+    raw::FuncRecord r;
+    std::memset(&r, 0, sizeof r);
+    for (int t = 0; t < nthreads; ++t) {
+      ThreadState* ts = ThreadAt(t);
+      if (!ts) continue;
+      const FuncStats& s = ts->stats[f];
+      r.calls += s.calls;
+      r.ticks += s.ticks;
+      r.bytes_sent += s.bytes_sent;
+      r.bytes_recv += s.bytes_recv;
+      if (s.max_ticks > r.max_ticks) r.max_ticks = s.max_ticks;
+      for (int b = 0; b < raw::kHistBins; ++b) r.hist[b] += s.hist[b];
+    }
+    if (r.calls == 0) continue;
+    std::strncpy(r.name, kFuncNames[f], sizeof r.name - 1);
+    rec[n++] = r;
+  }
+  h->num_funcs = n;
+  return sizeof(raw::RankHeader) + size_t(n) * sizeof(raw::FuncRecord);
+}
+
+void WarnOnce(const std::string& msg) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(msg).second) Warn(msg);
+}
+
+// ---- init / finalize -----------------------------------------------------------------------
+void OnInit(uint64_t enter_ticks) {
+  if (g_mpi_mismatch || g.initialized) return;
+  g.cfg = config::Load();
+  g.init_enter_ticks = enter_ticks;
+  g_init_anchor = clock::TakeAnchor();
+  g.init_ticks = g_init_anchor.ticks;
+  g.init_realtime_ns = clock::RealtimeNs();
+  g.ticks_per_second = clock::CalibrateTicksPerSecond(1000000);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
+  gethostname(g.host, sizeof g.host - 1);
+  int len = 0;
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  PMPI_Get_library_version(lib, &len);
+  lib[MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
+  if (char* nl = std::strchr(lib, '\n')) *nl = '\0';
+  std::strncpy(g.mpi_library, lib, sizeof g.mpi_library - 1);
+
+  for (const auto& w : g.cfg.warnings) Warn(w);
+  if (!g.cfg.WRAP_ENABLE) return;
+
+  for (int f = 0; f < kNumFuncs; ++f) g.enabled[f] = true;
+  for (const auto& name : g.cfg.WRAP_EXCLUDE) {
+    bool found = false;
+    for (int f = 0; f < kNumFuncs; ++f)
+      if (name == kFuncNames[f]) g.enabled[f] = false, found = true;
+    if (!found) Warn("INVMW_WRAP_EXCLUDE names " + name + ", which invmw does not wrap; ignored");
+  }
+
+  // Rank 0 chooses the output directory; every rank learns it, so ranks started with a plain
+  // LD_PRELOAD agree without a launcher.
+  char dir[4096] = {};
+  if (g.rank == 0) {
+    std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultDirName() : g.cfg.OUTPUT_DIR;
+    if (!MakeDirs(d + "/raw")) {
+      Warn("cannot create the output directory " + d + " (" + std::strerror(errno) +
+           "); no profile will be written");
+      d.clear();
+    }
+    std::strncpy(dir, d.c_str(), sizeof dir - 1);
+  }
+  PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  g.output_dir = dir;
+  if (!g.output_dir.empty()) {
+    MakeDirs(g.output_dir + "/raw");  // no-op on a shared file system
+    std::snprintf(g_dump_path, sizeof g_dump_path, "%s",
+                  profile::RawDumpPath(g.output_dir, g.rank).c_str());
+  }
+
+  int max_threads = int(g.cfg.WRAP_MAX_THREADS);
+  if (max_threads < 1 || max_threads > 4096) {
+    Warn("INVMW_WRAP_MAX_THREADS must be 1..4096; using 64");
+    max_threads = 64;
+  }
+  g_threads = new std::atomic<ThreadState*>[max_threads]();
+  g_max_threads = max_threads;
+  g_dump_cap = sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs);
+  g_dump_buf = static_cast<char*>(std::calloc(1, g_dump_cap));
+
+  InitCommTable();
+  InitFortranSentinels();
+
+  if (g.rank == 0 && !g.output_dir.empty()) {
+    g_meta.invmw_version = INVMW_VERSION;
+    g_meta.mpi_flavor = kMpiFlavor;
+    g_meta.mpi_library = g.mpi_library;
+    g_meta.output_dir = g.output_dir;
+    g_meta.command = CommandLine();
+    g_meta.start_time = IsoTime(g.init_realtime_ns);
+    g_meta.world_size = g.world_size;
+    g_meta.config = g.cfg.effective;
+    std::ofstream(g.output_dir + "/meta.json") << profile::MetaToJson(g_meta).dump(2) << "\n";
+  }
+  if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
+  g.initialized = true;
+  g.recording.store(true, std::memory_order_release);
+}
+
+void OnFinalize() {
+  if (!g.initialized || g.finalized) return;
+  g.recording.store(false, std::memory_order_release);
+  if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
+    g.finalized = true;
+    return;
+  }
+  size_t n = FillRawDump(raw::kEndFinalize, 0, g_dump_buf, g_dump_cap);
+  // Every rank agrees on whether a profile can be written before anybody gathers.
+  int ok = g.output_dir.empty() ? 0 : 1, all_ok = 0;
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all_ok && g.cfg.PROFILE_ENABLE) {
+    int my_size = int(n);
+    std::vector<int> sizes(g.rank == 0 ? g.world_size : 0), displs;
+    PMPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<char> all;
+    if (g.rank == 0) {
+      displs.resize(g.world_size);
+      size_t total = 0;
+      for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
+      all.resize(total);
+    }
+    PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(),
+                 MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (g.rank == 0) {
+      std::vector<profile::RankData> ranks(g.world_size);
+      for (int i = 0; i < g.world_size; ++i) {
+        std::string err;
+        if (!profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &ranks[i], &err))
+          Warn("rank " + std::to_string(i) + ": " + err);
+      }
+      std::string err;
+      nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
+      if (!profile::WriteProfile(g.output_dir, p, &err)) Warn(err);
+      else if (!g.cfg.RUNTIME_QUIET)
+        std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+    }
+  }
+  // The raw dump also stays on disk: later tools (trace recovery) read it.
+  if (!g.output_dir.empty()) {
+    int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      WriteAll(fd, g_dump_buf, n);
+      close(fd);
+    }
+  }
+  g.finalized = true;
+}
+
+void OnAbort() {
+  if (g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndAbort, 0);
+}
+
+}  // namespace invmw::wrap

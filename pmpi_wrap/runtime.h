@@ -1,0 +1,65 @@
+// Process-wide state of the preload runtime: what is recorded, where output goes, and the
+// start-up / shut-down / abnormal-end paths that turn per-thread counters into a profile.
+//
+// Contract with the application: nothing here changes an MPI return code or the application's
+// output; problems become counted errors and one warning printed by rank 0.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "common/config.h"
+#include "common/raw_format.h"
+#include "function_table.h"
+
+namespace invmw::wrap {
+
+struct Runtime {
+  // Hot-path flags, read with relaxed loads.
+  std::atomic<bool> recording{false};  // between MPI_Init and MPI_Finalize, and Pcontrol != 0
+  bool enabled[kNumFuncs] = {};         // INVMW_WRAP_EXCLUDE applied
+  std::atomic<uint64_t> type_epoch{1};  // bumped by MPI_Type_free
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> dropped_threads{0};
+  std::atomic<uint64_t> dropped_requests{0};
+
+  // Set at MPI_Init.
+  bool initialized = false;
+  bool finalized = false;
+  int rank = -1;
+  int world_size = 0;
+  double ticks_per_second = 0;
+  uint64_t init_ticks = 0;
+  uint64_t init_enter_ticks = 0;
+  int64_t init_realtime_ns = 0;
+  config::Config cfg;
+  std::string output_dir;
+  char host[128] = {};
+  char mpi_library[256] = {};
+};
+
+extern Runtime g;
+
+// Preloaded into a program of another MPI: every wrapper passes through. A plain global, not a
+// member of g, because it is set by a load-time constructor that may run before g's.
+extern bool g_mpi_mismatch;
+
+// Called by the MPI_Init / MPI_Init_thread wrappers after PMPI_Init* succeeded.
+void OnInit(uint64_t enter_ticks);
+// Called by the MPI_Finalize wrapper before PMPI_Finalize: stops recording, writes the raw dump
+// and (rank 0) the profile.
+void OnFinalize();
+// Called by the MPI_Abort wrapper before PMPI_Abort.
+void OnAbort();
+
+// Fills a raw dump of this rank into buf (preallocated at init) and returns its size. Only
+// async-signal-safe operations: usable from a signal handler.
+size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap);
+
+// Writes "invmw: warning: ..." once per distinct call site (rank 0 only when ranks are known).
+void WarnOnce(const std::string& msg);
+
+}  // namespace invmw::wrap

@@ -1,0 +1,56 @@
+// Per-thread recording state of the preload runtime.
+//
+// Why per thread: the hot path must take no lock and allocate nothing, yet MPI_THREAD_MULTIPLE
+// programs call MPI from many threads at once. Each thread that calls MPI gets one slot, claimed
+// once with an atomic counter; afterwards it only touches its own counters. Readers (the final
+// report, a signal handler) sum the slots; a torn read can be off by the call in flight, which
+// is the precision an abnormal end allows anyway.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/raw_format.h"
+#include "function_table.h"
+
+namespace invmw::wrap {
+
+struct FuncStats {
+  uint64_t calls;
+  uint64_t ticks;
+  uint64_t bytes_sent;
+  uint64_t bytes_recv;
+  uint64_t max_ticks;
+  uint64_t hist[raw::kHistBins];
+};
+
+struct ThreadState {
+  FuncStats stats[kNumFuncs];
+  // One-entry datatype size cache: most codes send one type in a loop. Invalidated through a
+  // global epoch bumped by MPI_Type_free, since a freed handle can be reused for a new type.
+  MPI_Datatype cached_type;
+  int64_t cached_type_size;
+  uint64_t cached_type_epoch;
+  int index;
+};
+
+// The calling thread's state, attaching the thread on its first call; nullptr when the
+// process already has INVMW_WRAP_MAX_THREADS recording threads (the call then runs unrecorded
+// and is counted as dropped).
+ThreadState* AttachThread();
+
+// Threads attached so far and their states (for summing).
+int ThreadCount();
+ThreadState* ThreadAt(int i);
+
+#define INVMW_TLS __attribute__((tls_model("initial-exec"))) thread_local
+extern INVMW_TLS ThreadState* tls_state;
+// Set while a recorded call runs on this thread: calls the MPI library makes to MPI_* from
+// inside (MPICH's Fortran layer, ROMIO) then pass through uncounted.
+extern INVMW_TLS bool tls_in_call;
+
+inline ThreadState* CurrentThread() { return tls_state ? tls_state : AttachThread(); }
+
+}  // namespace invmw::wrap
