@@ -1,0 +1,17 @@
+// Helpers shared by the fitter's verbs: loading a model or table with the error turned into the
+// uniform CLI failure, and number formatting that keeps columns aligned.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace invmw::fit::cli {
+
+// "%.5g" with a fixed width, "-" for NaN.
+std::string Fmt(double v, int width = 11);
+// Parses NAME=VALUE items (--fix, --set); returns false with *error set on a malformed item.
+bool ParseAssignments(const std::vector<std::string>& items, const char* option,
+                      std::map<std::string, double>* out, std::string* error);
+
+}  // namespace invmw::fit::cli

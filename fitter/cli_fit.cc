@@ -1,0 +1,240 @@
+// `invmw fit`: calibrates a model file's parameters from measurements (a CSV file today; the
+// experiments' results database will plug into the same DataTable) and reports estimates,
+// intervals, validation errors and residuals as text or JSON, optionally writing the result as
+// a platform table.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/verb.h"
+#include "fitter/cli_common.h"
+#include "fitter/fit.h"
+#include "fitter/platform_table.h"
+
+namespace invmw::fit::cli {
+namespace {
+
+using invmw::cli::Args;
+using invmw::cli::Fail;
+
+nlohmann::json Num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+nlohmann::json ToJson(const Model& m, const DataTable& d, const FitResult& r) {
+  nlohmann::json j;
+  j["model"] = m.name();
+  j["model_file"] = m.source();
+  j["data"] = d.source;
+  j["converged"] = r.converged;
+  j["solver_message"] = r.solver_message;
+  j["iterations"] = r.iterations;
+  j["starts"] = r.starts_run;
+  j["observations"] = r.observations;
+  j["dof"] = r.dof;
+  j["sigma"] = Num(r.sigma);
+  j["covariance_ok"] = r.covariance_ok;
+  for (const auto& p : r.params) {
+    j["parameters"].push_back({{"name", p.name},
+                               {"unit", p.unit},
+                               {"value", p.value},
+                               {"std_error", Num(p.std_error)},
+                               {"ci_low", Num(p.ci_low)},
+                               {"ci_high", Num(p.ci_high)},
+                               {"fixed", p.fixed},
+                               {"unused", p.unused},
+                               {"at_bound", p.at_bound}});
+  }
+  j["correlation"] = nlohmann::json::array();
+  for (const auto& row : r.correlation) {
+    nlohmann::json jr = nlohmann::json::array();
+    for (double v : row) jr.push_back(Num(v));
+    j["correlation"].push_back(jr);
+  }
+  for (const auto& s : r.responses) {
+    j["responses"].push_back(
+        {{"name", s.name},
+         {"column", s.column},
+         {"points", s.points},
+         {"r2", Num(s.r2)},
+         {"mape", Num(s.mape)},
+         {"max_ape", Num(s.max_ape)},
+         {"cv_mape", s.cv_mape < 0 ? nlohmann::json() : Num(s.cv_mape)},
+         {"cv_max_ape", s.cv_max_ape < 0 ? nlohmann::json() : Num(s.cv_max_ape)}});
+  }
+  for (const auto& p : r.residuals) {
+    j["residuals"].push_back({{"row", p.row},
+                              {"origin", d.RowOrigin(p.row)},
+                              {"response", p.response},
+                              {"measured", p.measured},
+                              {"predicted", p.predicted},
+                              {"residual", p.residual},
+                              {"ape", Num(p.ape)}});
+  }
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const FitResult& r) {
+  std::printf("model %s (%s) fitted to %s: %zu rows, %d observations, dof %d\n", m.name().c_str(),
+              m.source().c_str(), d.source.c_str(), d.rows.size(), r.observations, r.dof);
+  std::printf("weighting %s, loss %s, starts %d; solver %s after %d iterations: %s\n",
+              o.weighting.c_str(), o.loss.c_str(), r.starts_run,
+              r.converged ? "converged" : "did NOT converge", r.iterations,
+              r.solver_message.c_str());
+  std::printf("residual standard deviation %s (%s)\n\n", Fmt(r.sigma, 0).c_str(),
+              o.weighting == "relative" ? "relative" : "s");
+  std::printf("%-10s %-7s %11s %11s %11s %11s %8s  %s\n", "PARAMETER", "UNIT", "ESTIMATE",
+              "STD.ERROR", "CI.LOW", "CI.HIGH", "REL.SE%", "NOTE");
+  for (const auto& p : r.params) {
+    std::string note = p.fixed ? "fixed" : p.unused ? "not in any fitted response" : "";
+    if (p.at_bound) note = "at bound";
+    std::printf("%-10s %-7s %s %s %s %s %s  %s\n", p.name.c_str(), p.unit.c_str(),
+                Fmt(p.value).c_str(), Fmt(p.std_error).c_str(), Fmt(p.ci_low).c_str(),
+                Fmt(p.ci_high).c_str(), Fmt(100 * p.std_error / std::fabs(p.value), 8).c_str(),
+                note.c_str());
+  }
+  std::printf("(%g%% confidence intervals from the covariance, Student t with %d dof)\n\n",
+              100 * o.confidence, r.dof);
+  if (r.covariance_ok) {
+    std::printf("correlation %*s", 0, "");
+    for (const auto& p : r.params) std::printf("%8s", p.name.c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < r.params.size(); ++i) {
+      std::printf("%-12s", r.params[i].name.c_str());
+      for (size_t k = 0; k < r.params.size(); ++k) std::printf("%8.3f", r.correlation[i][k]);
+      std::printf("\n");
+    }
+    std::printf("\n");
+  }
+  std::printf("%-12s %-12s %6s %9s %9s %9s %10s %10s\n", "RESPONSE", "COLUMN", "POINTS", "R2",
+              "MAPE%", "MAX.APE%", "LOO.MAPE%", "LOO.MAX%");
+  for (const auto& s : r.responses) {
+    std::printf("%-12s %-12s %6d %s %s %s %s %s\n", s.name.c_str(), s.column.c_str(), s.points,
+                Fmt(s.r2, 9).c_str(), Fmt(s.mape, 9).c_str(), Fmt(s.max_ape, 9).c_str(),
+                Fmt(s.cv_mape < 0 ? NAN : s.cv_mape, 10).c_str(),
+                Fmt(s.cv_max_ape < 0 ? NAN : s.cv_max_ape, 10).c_str());
+  }
+  std::printf("\n%-12s %-12s %11s %11s %9s\n", "DATA LINE", "RESPONSE", "MEASURED", "PREDICTED",
+              "ERROR%");
+  for (const auto& p : r.residuals) {
+    std::string where = p.row < d.lines.size() && d.lines[p.row] > 0
+                            ? std::to_string(d.lines[p.row])
+                            : "row " + std::to_string(p.row + 1);
+    std::printf("%-12s %-12s %s %s %s\n", where.c_str(), p.response.c_str(),
+                Fmt(p.measured).c_str(), Fmt(p.predicted).c_str(),
+                Fmt(100 * p.residual / p.measured, 9).c_str());
+  }
+  for (const auto& w : r.warnings) std::fprintf(stderr, "invmw: warning: %s\n", w.c_str());
+}
+
+int RunFit(int argc, char** argv) {
+  bool done = false, json = false, no_cv = false;
+  std::string model_name, data_path, weighting = "relative", loss = "none", loss_scale, starts,
+                                     seed, out_table, platform_name, base_table, tables_dir;
+  std::vector<std::string> responses, fixes;
+  Args args("invmw fit --model MODEL --data FILE.csv [options]",
+            "Calibrates the parameters of a model file from measurements with Ceres Solver\n"
+            "(least squares, exact derivatives). Reports estimates, standard errors, confidence\n"
+            "intervals, correlations, R2, percentage errors, leave-one-out cross-validation and\n"
+            "the residual of every design point.");
+  args.Option("--model", "MODEL", &model_name, "built-in model name (opal, dyana, ...) or file")
+      .Option("--data", "FILE", &data_path, "CSV: header of factor and response column names")
+      .Option("--weighting", "W", &weighting, "relative (default) or absolute residuals")
+      .Option("--loss", "L", &loss, "robust loss: none (default), huber, cauchy")
+      .Option("--loss-scale", "X", &loss_scale, "where the robust loss bends (default 0.1)")
+      .Option("--starts", "N", &starts, "number of starts (extra ones sampled inside bounds)")
+      .Option("--seed", "N", &seed, "random seed for the extra starts")
+      .Repeated("--response", "NAME", &responses, "fit only this response (repeatable)")
+      .Repeated("--fix", "NAME=VALUE", &fixes, "hold a parameter at a value (repeatable)")
+      .Flag("--no-cv", &no_cv, "skip leave-one-out cross-validation")
+      .Flag("--json", &json, "machine-readable output")
+      .Option("--out-table", "FILE", &out_table, "write the fitted parameters as a platform table")
+      .Option("--platform-name", "NAME", &platform_name, "name in the written table")
+      .Option("--base-table", "TABLE", &base_table,
+              "copy [measures] and [kernels] of this table into the written one")
+      .Option("--tables", "DIR", &tables_dir, "directory of platform tables (for --base-table)")
+      .Epilog("Example:\n  invmw fit --model opal --data runs.csv --out-table mycluster.toml\n");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  if (model_name.empty()) return Fail("fit: --model is required");
+  if (data_path.empty()) return Fail("fit: --data is required");
+  FitOptions o;
+  o.weighting = weighting;
+  o.loss = loss;
+  o.responses = responses;
+  o.cross_validate = !no_cv;
+  std::string err;
+  if (!ParseAssignments(fixes, "--fix", &o.fixed, &err)) return Fail(err);
+  auto integer = [&](const std::string& s, const char* opt, int* out) {
+    if (s.empty()) return true;
+    char* end = nullptr;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (*end != '\0') {
+      err = std::string(opt) + " '" + s + "': expected an integer";
+      return false;
+    }
+    *out = static_cast<int>(v);
+    return true;
+  };
+  int seed_v = 1;
+  if (!integer(starts, "--starts", &o.starts) || !integer(seed, "--seed", &seed_v))
+    return Fail(err);
+  o.seed = static_cast<unsigned>(seed_v);
+  if (!loss_scale.empty()) {
+    char* end = nullptr;
+    o.loss_scale = std::strtod(loss_scale.c_str(), &end);
+    if (*end != '\0') return Fail("--loss-scale '" + loss_scale + "': expected a number");
+  }
+  if (!o.IsValid(&err)) return Fail("fit: " + err);
+  try {
+    Model m = Model::Load(ResolveModelPath(model_name));
+    DataTable d = ReadCsv(data_path);
+    FitResult r = Fit(m, d, o);
+    if (json) {
+      std::printf("%s\n", ToJson(m, d, r).dump(2).c_str());
+    } else {
+      PrintText(m, d, o, r);
+    }
+    if (!out_table.empty()) {
+      PlatformTable t;
+      if (!base_table.empty()) t = LoadPlatformTable(ResolvePlatformTable(base_table, tables_dir));
+      t.parameters.clear();
+      t.name =
+          platform_name.empty() ? (t.name.empty() ? m.name() + "-fit" : t.name) : platform_name;
+      if (t.title.empty()) t.title = t.name;
+      char date[32];
+      std::time_t now = std::time(nullptr);
+      std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+      t.description = "calibrated by invmw fit of model " + m.name() + " to " + d.source + " on " +
+                      date + (t.description.empty() ? "" : "; base: " + t.description);
+      for (const auto& p : r.params) {
+        TableValue v;
+        v.name = p.name;
+        v.value = p.value;
+        v.unit = p.unit;
+        v.std_error = std::isfinite(p.std_error) ? p.std_error : -1;
+        v.source = p.fixed    ? "held fixed in the fit"
+                   : p.unused ? "model initial value (not in any fitted response)"
+                              : "fit of " + m.name() + " to " + d.source;
+        t.parameters.push_back(v);
+      }
+      std::ofstream out(out_table);
+      out << FormatPlatformTable(t);
+      if (!out) return Fail(out_table + ": cannot write platform table");
+      std::fprintf(stderr, "invmw: wrote platform table %s\n", out_table.c_str());
+    }
+    return r.converged ? 0 : 1;
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  }
+}
+
+}  // namespace
+
+INVMW_VERB("fit", "calibrate a model's parameters from measurements", RunFit);
+
+}  // namespace invmw::fit::cli

@@ -1,0 +1,154 @@
+// `invmw predict`: time, components and speedup of a model over a sweep, for several platforms
+// side by side, with the transfer rule applied when a calibrated reference table is given.
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/verb.h"
+#include "fitter/cli_common.h"
+#include "fitter/predict.h"
+
+namespace invmw::fit::cli {
+namespace {
+
+using invmw::cli::Args;
+using invmw::cli::Fail;
+
+int RunPredict(int argc, char** argv) {
+  bool done = false, json = false;
+  std::string model_name, sweep_text, reference, tables_dir;
+  std::vector<std::string> platforms, sets;
+  Args args(
+      "invmw predict --model MODEL --platform P [--platform Q ...] --set F=V ... --sweep F=A..B",
+      "Predicts the time, its components and the speedup (relative to the first sweep\n"
+      "point) for every platform. With --reference, the target tables give a1, b1, b5\n"
+      "(transfer = \"table\") and the reference's calibrated compute parameters are scaled\n"
+      "by kernel-time or compute-rate ratios; the output says where every value came from.");
+  args.Option("--model", "MODEL", &model_name, "built-in model name or file")
+      .Repeated("--platform", "P", &platforms, "platform table name or file (repeatable)")
+      .Repeated("--set", "F=V", &sets, "application factor value (repeatable)")
+      .Option("--sweep", "F=A..B", &sweep_text, "factor to vary: A..B, A..B:STEP or V1,V2,...")
+      .Option("--reference", "TABLE", &reference, "calibrated table to transfer from")
+      .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
+      .Flag("--json", &json, "machine-readable output")
+      .Epilog(
+          "Example:\n  invmw predict --model opal --platform cray-j90 --platform fast-cops \\\n"
+          "      --set n=4289 --set nt=140 --set s=10 --set u=1 --sweep p=1..7\n");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  if (model_name.empty()) return Fail("predict: --model is required");
+  if (platforms.empty()) return Fail("predict: at least one --platform is required");
+  if (sweep_text.empty()) return Fail("predict: --sweep is required (e.g. p=1..7)");
+  std::map<std::string, double> settings;
+  std::string err;
+  if (!ParseAssignments(sets, "--set", &settings, &err)) return Fail(err);
+  try {
+    Model m = Model::Load(ResolveModelPath(model_name));
+    Sweep sweep = ParseSweep(sweep_text);
+    std::unique_ptr<PlatformTable> ref;
+    if (!reference.empty())
+      ref = std::make_unique<PlatformTable>(
+          LoadPlatformTable(ResolvePlatformTable(reference, tables_dir)));
+    std::vector<PlatformTable> tables;
+    std::vector<ResolvedParameters> resolved;
+    std::vector<Prediction> preds;
+    for (const auto& p : platforms) {
+      tables.push_back(LoadPlatformTable(ResolvePlatformTable(p, tables_dir)));
+      resolved.push_back(ResolveParameters(m, tables.back(), ref.get()));
+      preds.push_back(Predict(m, resolved.back().values, settings, sweep));
+      preds.back().platform = tables.back().name;
+    }
+    const auto& rs = m.responses();
+    const auto& params = m.parameters();
+    if (json) {
+      nlohmann::json j;
+      j["model"] = m.name();
+      j["settings"] = settings;
+      j["sweep"] = sweep.factor;
+      for (size_t i = 0; i < tables.size(); ++i) {
+        nlohmann::json jp;
+        jp["platform"] = tables[i].name;
+        for (size_t k = 0; k < params.size(); ++k) {
+          jp["parameters"].push_back({{"name", params[k].name},
+                                      {"unit", params[k].unit},
+                                      {"value", resolved[i].values[k]},
+                                      {"origin", resolved[i].origins[k]}});
+        }
+        jp["notes"] = resolved[i].notes;
+        for (const auto& n : preds[i].notes) jp["notes"].push_back(n);
+        for (const auto& pt : preds[i].points) {
+          nlohmann::json jpt{{sweep.factor, pt.x}, {"time", pt.time}, {"speedup", pt.speedup}};
+          for (size_t c = 0; c < pt.components.size(); ++c) jpt[rs[c + 1].name] = pt.components[c];
+          jp["points"].push_back(jpt);
+        }
+        jp["best"] = preds[i].points[preds[i].best].x;
+        j["platforms"].push_back(jp);
+      }
+      std::printf("%s\n", j.dump(2).c_str());
+      return 0;
+    }
+    std::printf("model %s;", m.name().c_str());
+    for (const auto& f : m.factors()) {
+      if (f.name == sweep.factor) continue;
+      auto it = settings.find(f.name);
+      std::printf(" %s=%g%s", f.name.c_str(), it != settings.end() ? it->second : f.default_value,
+                  it != settings.end() ? "" : " (default)");
+    }
+    std::printf("\n\n%-14s", "PARAMETER");
+    for (const auto& t : tables) std::printf(" %14s", t.name.c_str());
+    std::printf("\n");
+    for (size_t k = 0; k < params.size(); ++k) {
+      std::string label = params[k].name + " [" + params[k].unit + "]";
+      std::printf("%-14s", label.c_str());
+      for (const auto& r : resolved) std::printf(" %s", Fmt(r.values[k], 14).c_str());
+      std::printf("\n");
+    }
+    if (ref) {
+      std::printf("\nparameter origins (reference %s):\n", ref->name.c_str());
+      for (size_t i = 0; i < tables.size(); ++i)
+        for (size_t k = 0; k < params.size(); ++k)
+          std::printf("  %s %s: %s\n", tables[i].name.c_str(), params[k].name.c_str(),
+                      resolved[i].origins[k].c_str());
+    }
+    std::printf("\n%-8s", sweep.factor.c_str());
+    for (const auto& t : tables) std::printf(" %22s", t.name.c_str());
+    std::printf("\n%-8s", "");
+    for (size_t i = 0; i < tables.size(); ++i) std::printf(" %11s %10s", "TIME[s]", "SPEEDUP");
+    std::printf("\n");
+    for (size_t r = 0; r < sweep.values.size(); ++r) {
+      std::printf("%-8g", sweep.values[r]);
+      for (const auto& p : preds)
+        std::printf(" %s %s", Fmt(p.points[r].time).c_str(), Fmt(p.points[r].speedup, 10).c_str());
+      std::printf("\n");
+    }
+    if (rs.size() > 1) {
+      for (const auto& p : preds) {
+        std::printf("\n%s components [s]:\n%-8s %11s", p.platform.c_str(), sweep.factor.c_str(),
+                    rs[0].name.c_str());
+        for (size_t c = 1; c < rs.size(); ++c) std::printf(" %11s", rs[c].name.c_str());
+        std::printf("\n");
+        for (const auto& pt : p.points) {
+          std::printf("%-8g %s", pt.x, Fmt(pt.time).c_str());
+          for (double v : pt.components) std::printf(" %s", Fmt(v).c_str());
+          std::printf("\n");
+        }
+      }
+    }
+    std::printf("\nnotes:\n");
+    for (size_t i = 0; i < preds.size(); ++i) {
+      for (const auto& n : resolved[i].notes)
+        std::printf("%s: %s\n", preds[i].platform.c_str(), n.c_str());
+      for (const auto& n : preds[i].notes)
+        std::printf("%s: %s\n", preds[i].platform.c_str(), n.c_str());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  }
+}
+
+}  // namespace
+
+INVMW_VERB("predict", "predict time, components and speedup on platforms", RunPredict);
+
+}  // namespace invmw::fit::cli

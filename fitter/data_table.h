@@ -1,0 +1,39 @@
+// Measurements to fit: one row per design point (or run), columns for factor values and
+// measured response variables.
+//
+// Why a plain table: the fitter must not care where measurements come from. Today they come
+// from CSV files; the experiments part will add a loader from its SQLite results database that
+// fills the same structure (column names = factor and response names, one row per run). Missing
+// values are NaN, so a run that did not measure a component still contributes its total time.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace invmw::fit {
+
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct DataTable {
+  std::string source;  // for messages: a file name or a database query
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;  // rows[i][j]: column j of row i; NaN when missing
+  std::vector<int> lines;                 // source line of each row (0 if not from a file)
+
+  int Column(const std::string& name) const;  // -1 if absent
+  // Where row i came from, e.g. "data.csv:12".
+  std::string RowOrigin(size_t i) const;
+};
+
+// CSV with a header line of column names; '#' starts a comment line; empty, "NA" and "nan"
+// cells are missing. Throws DataError naming file, line and column on anything else that is not
+// a number.
+DataTable ParseCsv(const std::string& text, const std::string& source);
+DataTable ReadCsv(const std::string& path);
+// Writes a table as CSV (used by tests and by synthetic-data generation).
+std::string ToCsv(const DataTable& table);
+
+}  // namespace invmw::fit

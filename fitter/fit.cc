@@ -1,0 +1,535 @@
+#include "fitter/fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <ceres/ceres.h>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "fitter/stats.h"
+
+namespace invmw::fit {
+
+namespace {
+
+constexpr int kMaxParams = 64;
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Observation {
+  size_t row;
+  int response;  // index into model.responses()
+  double y;
+  double weight;
+};
+
+// Everything that stays fixed while the solver moves the parameters.
+struct Context {
+  const Model* model;
+  const FitOptions* opts;
+  std::vector<std::vector<double>> factors;  // per data row, in model factor order
+  std::vector<Observation> obs;
+  std::vector<int> responses;           // fitted response indices
+  std::vector<std::vector<int>> slots;  // per response: parameter slots it reads
+  std::vector<double> scale;            // parameter = x * scale
+  std::vector<char> free;               // per parameter: fitted
+  std::vector<char> used;               // per parameter: read by a fitted response
+};
+
+// One residual: a response of one design point. Parameters are optimised in scaled form
+// (x = value / scale) so that a1 ~ 100 and a2 ~ 1e-9 look alike to the solver and to the
+// covariance computation.
+struct ResidualFunctor {
+  const Expr* expr;
+  const double* factors;
+  double y, weight;
+  const std::vector<int>* slots;
+  const std::vector<double>* scale;
+
+  template <typename T>
+  bool operator()(T const* const* blocks, T* residual) const {
+    T p[kMaxParams];
+    for (size_t k = 0; k < slots->size(); ++k) {
+      int s = (*slots)[k];
+      p[s] = blocks[k][0] * (*scale)[s];
+    }
+    residual[0] = (expr->Eval<T>(factors, p) - T(y)) * weight;
+    return true;
+  }
+};
+
+struct Built {
+  std::unique_ptr<ceres::LossFunction> loss;
+  std::unique_ptr<ceres::Problem> problem;
+};
+
+Built BuildProblem(const Context& c, std::vector<double>* x, const std::vector<char>& use_row) {
+  Built b;
+  const FitOptions& o = *c.opts;
+  if (o.loss == "huber") b.loss = std::make_unique<ceres::HuberLoss>(o.loss_scale);
+  if (o.loss == "cauchy") b.loss = std::make_unique<ceres::CauchyLoss>(o.loss_scale);
+  ceres::Problem::Options po;
+  po.loss_function_ownership = ceres::DO_NOT_TAKE_OWNERSHIP;
+  b.problem = std::make_unique<ceres::Problem>(po);
+  const auto& params = c.model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!c.used[i]) continue;
+    double* blk = x->data() + i;
+    b.problem->AddParameterBlock(blk, 1);
+    if (!c.free[i]) {
+      b.problem->SetParameterBlockConstant(blk);
+      continue;
+    }
+    if (std::isfinite(params[i].lower))
+      b.problem->SetParameterLowerBound(blk, 0, params[i].lower / c.scale[i]);
+    if (std::isfinite(params[i].upper))
+      b.problem->SetParameterUpperBound(blk, 0, params[i].upper / c.scale[i]);
+  }
+  for (const Observation& ob : c.obs) {
+    if (!use_row[ob.row]) continue;
+    const Response& r = c.model->responses()[ob.response];
+    const std::vector<int>& slots = c.slots[ob.response];
+    auto* f =
+        new ResidualFunctor{&r.expr, c.factors[ob.row].data(), ob.y, ob.weight, &slots, &c.scale};
+    auto* cost = new ceres::DynamicAutoDiffCostFunction<ResidualFunctor, 4>(f);
+    std::vector<double*> blocks;
+    for (int s : slots) {
+      cost->AddParameterBlock(1);
+      blocks.push_back(x->data() + s);
+    }
+    cost->SetNumResiduals(1);
+    b.problem->AddResidualBlock(cost, b.loss.get(), blocks);
+  }
+  return b;
+}
+
+ceres::Solver::Summary Solve(const Context& c, std::vector<double>* x,
+                             const std::vector<char>& use_row) {
+  Built b = BuildProblem(c, x, use_row);
+  ceres::Solver::Options so;
+  so.minimizer_type = ceres::TRUST_REGION;
+  so.trust_region_strategy_type = ceres::LEVENBERG_MARQUARDT;
+  so.linear_solver_type = ceres::DENSE_QR;
+  so.max_num_iterations = c.opts->max_iterations;
+  so.function_tolerance = c.opts->function_tolerance;
+  so.gradient_tolerance = c.opts->gradient_tolerance;
+  so.parameter_tolerance = c.opts->parameter_tolerance;
+  so.logging_type = ceres::SILENT;
+  so.num_threads = 1;
+  ceres::Solver::Summary summary;
+  ceres::Solve(so, b.problem.get(), &summary);
+  return summary;
+}
+
+std::vector<double> Unscale(const Context& c, const std::vector<double>& x) {
+  std::vector<double> v(x.size());
+  for (size_t i = 0; i < x.size(); ++i) v[i] = x[i] * c.scale[i];
+  return v;
+}
+
+double Predict(const Context& c, int response, size_t row, const std::vector<double>& values) {
+  return c.model->responses()[response].expr.Eval<double>(c.factors[row].data(), values.data());
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
+             std::vector<std::string>* warnings) {
+  Context c;
+  c.model = &model;
+  c.opts = &opts;
+  const auto& rs = model.responses();
+  const auto& params = model.parameters();
+  if (params.size() > static_cast<size_t>(kMaxParams)) {
+    throw FitError("model " + model.name() + " has " + std::to_string(params.size()) +
+                   " parameters; the fitter supports at most " + std::to_string(kMaxParams));
+  }
+  // Which responses to fit.
+  if (!opts.responses.empty()) {
+    for (const std::string& want : opts.responses) {
+      int found = -1;
+      for (size_t i = 0; i < rs.size(); ++i)
+        if (rs[i].name == want || rs[i].column == want) found = static_cast<int>(i);
+      if (found < 0) throw FitError("model " + model.name() + " has no response '" + want + "'");
+      if (data.Column(rs[found].column) < 0) {
+        throw FitError(data.source + ": no column '" + rs[found].column + "' for response '" +
+                       want + "' (columns: " + Join(data.columns) + ")");
+      }
+      c.responses.push_back(found);
+    }
+  } else {
+    std::vector<std::string> wanted;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      wanted.push_back(rs[i].column);
+      if (data.Column(rs[i].column) >= 0) c.responses.push_back(static_cast<int>(i));
+    }
+    if (c.responses.empty()) {
+      throw FitError(data.source + ": none of the model's response columns (" + Join(wanted) +
+                     ") is in the data (columns: " + Join(data.columns) + ")");
+    }
+  }
+  // Factors the fitted responses read.
+  std::set<int> need;
+  c.slots.resize(rs.size());
+  c.used.assign(params.size(), 0);
+  for (int r : c.responses) {
+    for (int f : rs[r].expr.FactorSlots()) need.insert(f);
+    c.slots[r] = rs[r].expr.ParamSlots();
+    for (int s : c.slots[r]) c.used[s] = 1;
+  }
+  const auto& factors = model.factors();
+  std::vector<int> col(factors.size(), -1);
+  for (int f : need) {
+    col[f] = data.Column(factors[f].name);
+    if (col[f] < 0) {
+      if (!factors[f].has_default) {
+        throw FitError(data.source + ": the data lack factor '" + factors[f].name +
+                       "', which model " + model.name() +
+                       " uses and gives no default (columns: " + Join(data.columns) + ")");
+      }
+      warnings->push_back("factor '" + factors[f].name +
+                          "' is not in the data; using the model's "
+                          "default " +
+                          std::to_string(factors[f].default_value));
+    }
+  }
+  c.factors.assign(data.rows.size(), std::vector<double>(factors.size(), 0.0));
+  for (size_t i = 0; i < data.rows.size(); ++i) {
+    for (size_t f = 0; f < factors.size(); ++f) {
+      double v = factors[f].has_default ? factors[f].default_value : kNaN;
+      if (col[f] >= 0) v = data.rows[i][col[f]];
+      if (need.count(static_cast<int>(f)) && std::isnan(v)) {
+        throw FitError(data.RowOrigin(i) + ": factor '" + factors[f].name + "' has no value");
+      }
+      c.factors[i][f] = v;
+    }
+    for (int r : c.responses) {
+      double y = data.rows[i][data.Column(rs[r].column)];
+      if (std::isnan(y)) continue;
+      double w = 1;
+      if (opts.weighting == "relative") {
+        if (!(y > 0)) {
+          throw FitError(data.RowOrigin(i) + ": column '" + rs[r].column + "' is " +
+                         std::to_string(y) + "; relative-error weighting needs positive " +
+                         "measurements (use --weighting absolute)");
+        }
+        w = 1 / y;
+      }
+      c.obs.push_back({i, r, y, w});
+    }
+  }
+  if (c.obs.empty()) throw FitError(data.source + ": no measured values to fit");
+  // Free parameters and their scales.
+  for (const auto& [name, value] : opts.fixed) {
+    if (model.ParamIndex(name) < 0)
+      throw FitError("cannot fix '" + name + "': model " + model.name() + " has no such parameter");
+  }
+  c.free.assign(params.size(), 0);
+  c.scale.assign(params.size(), 1.0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    c.free[i] = c.used[i] && !opts.fixed.count(p.name);
+    double ref = opts.fixed.count(p.name) ? opts.fixed.at(p.name) : p.initial;
+    if (ref != 0) {
+      c.scale[i] = std::fabs(ref);
+    } else if (p.HasBounds()) {
+      c.scale[i] = std::max(std::fabs(p.lower), std::fabs(p.upper));
+    }
+    if (!(c.scale[i] > 0)) c.scale[i] = 1;
+    if (opts.starts > 1 && c.free[i] && !p.HasBounds()) {
+      throw FitError("parameter '" + p.name + "' of model " + model.name() +
+                     " needs finite 'lower' and 'upper' bounds: several starts are sampled "
+                     "inside the bounds");
+    }
+  }
+  return c;
+}
+
+// Names the parameters that move together in the Jacobian's near-null space.
+std::string DiagnoseRank(const Context& c, std::vector<double>* x) {
+  std::vector<char> all(c.factors.size(), 1);
+  Built b = BuildProblem(c, x, all);
+  ceres::Problem::EvaluateOptions eo;
+  std::vector<int> idx;
+  for (size_t i = 0; i < c.free.size(); ++i) {
+    if (c.free[i]) {
+      eo.parameter_blocks.push_back(x->data() + i);
+      idx.push_back(static_cast<int>(i));
+    }
+  }
+  ceres::CRSMatrix crs;
+  b.problem->Evaluate(eo, nullptr, nullptr, nullptr, &crs);
+  Eigen::MatrixXd j = Eigen::MatrixXd::Zero(crs.num_rows, crs.num_cols);
+  for (int r = 0; r < crs.num_rows; ++r)
+    for (int k = crs.rows[r]; k < crs.rows[r + 1]; ++k) j(r, crs.cols[k]) = crs.values[k];
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(j, Eigen::ComputeFullV);
+  const auto& sv = svd.singularValues();
+  double top = sv.size() ? sv(0) : 0;
+  std::set<std::string> names;
+  int rank = 0;
+  for (int k = 0; k < sv.size(); ++k) {
+    if (sv(k) > top * 1e-7) {
+      ++rank;
+      continue;
+    }
+    for (int i = 0; i < static_cast<int>(idx.size()); ++i)
+      if (std::fabs(svd.matrixV()(i, k)) > 0.2) names.insert(c.model->parameters()[idx[i]].name);
+  }
+  for (int i = 0; i < static_cast<int>(idx.size()); ++i) {
+    if (j.col(i).norm() == 0) names.insert(c.model->parameters()[idx[i]].name);
+  }
+  std::string out = "Jacobian rank " + std::to_string(rank) + " of " + std::to_string(idx.size()) +
+                    " free parameters";
+  if (!names.empty()) {
+    out += "; not identifiable from this design: " +
+           Join(std::vector<std::string>(names.begin(), names.end()));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool FitOptions::IsValid(std::string* error) const {
+  auto fail = [&](const std::string& m) {
+    if (error) *error = m;
+    return false;
+  };
+  if (weighting != "absolute" && weighting != "relative")
+    return fail("weighting: must be \"absolute\" or \"relative\", got \"" + weighting + "\"");
+  if (loss != "none" && loss != "huber" && loss != "cauchy")
+    return fail("loss: must be \"none\", \"huber\" or \"cauchy\", got \"" + loss + "\"");
+  if (!(loss_scale > 0)) return fail("loss_scale: must be > 0");
+  if (starts < 1) return fail("starts: must be >= 1");
+  if (max_iterations < 1) return fail("max_iterations: must be >= 1");
+  if (!(function_tolerance > 0) || !(gradient_tolerance > 0) || !(parameter_tolerance > 0))
+    return fail("function/gradient/parameter_tolerance: must be > 0");
+  if (!(confidence > 0 && confidence < 1)) return fail("confidence: must lie in (0, 1)");
+  if (max_cv_rows < 0) return fail("max_cv_rows: must be >= 0");
+  return true;
+}
+
+std::vector<double> FitResult::Values() const {
+  std::vector<double> v;
+  for (const auto& p : params) v.push_back(p.value);
+  return v;
+}
+
+FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts) {
+  std::string err;
+  if (!opts.IsValid(&err)) throw FitError("invalid fit options: " + err);
+  FitResult res;
+  res.model = model.name();
+  Context c = Bind(model, data, opts, &res.warnings);
+  const auto& params = model.parameters();
+  const size_t np = params.size();
+
+  std::vector<double> x0(np);
+  for (size_t i = 0; i < np; ++i) {
+    double v = opts.fixed.count(params[i].name) ? opts.fixed.at(params[i].name) : params[i].initial;
+    x0[i] = v / c.scale[i];
+  }
+  std::vector<char> all_rows(data.rows.size(), 1);
+  std::mt19937_64 rng(opts.seed);
+  std::vector<double> best;
+  ceres::Solver::Summary best_summary;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int s = 0; s < opts.starts; ++s) {
+    std::vector<double> x = x0;
+    if (s > 0) {
+      for (size_t i = 0; i < np; ++i) {
+        if (!c.free[i]) continue;
+        double lo = params[i].lower, hi = params[i].upper;
+        std::uniform_real_distribution<double> u(0, 1);
+        double v =
+            lo > 0 && hi / lo > 10 ? lo * std::pow(hi / lo, u(rng)) : lo + (hi - lo) * u(rng);
+        x[i] = v / c.scale[i];
+      }
+    }
+    ceres::Solver::Summary sum = Solve(c, &x, all_rows);
+    ++res.starts_run;
+    if (sum.IsSolutionUsable() && sum.final_cost < best_cost) {
+      best_cost = sum.final_cost;
+      best = x;
+      best_summary = sum;
+    }
+  }
+  if (best.empty()) {
+    res.converged = false;
+    res.solver_message = "no start produced a usable solution";
+    best = x0;
+  } else {
+    res.converged = best_summary.termination_type == ceres::CONVERGENCE;
+    res.solver_message = best_summary.message;
+    res.iterations = static_cast<int>(best_summary.iterations.size());
+    res.cost = best_summary.final_cost;
+    if (!res.converged) res.warnings.push_back("solver did not converge: " + best_summary.message);
+  }
+  std::vector<double> values = Unscale(c, best);
+
+  // Residuals and goodness of fit.
+  size_t nfree = std::count(c.free.begin(), c.free.end(), 1);
+  res.observations = static_cast<int>(c.obs.size());
+  res.dof = res.observations - static_cast<int>(nfree);
+  double ssr = 0;
+  for (const Observation& ob : c.obs) {
+    double pred = Predict(c, ob.response, ob.row, values);
+    double r = pred - ob.y;
+    ssr += (r * ob.weight) * (r * ob.weight);
+    res.residuals.push_back({ob.row, model.responses()[ob.response].name, ob.y, pred, r,
+                             ob.y != 0 ? std::fabs(r / ob.y) * 100 : kNaN});
+  }
+  res.sigma = res.dof > 0 ? std::sqrt(ssr / res.dof) : kNaN;
+  if (res.dof <= 0) {
+    res.warnings.push_back("no degrees of freedom left (" + std::to_string(res.observations) +
+                           " observations, " + std::to_string(nfree) +
+                           " free parameters): no standard errors");
+  }
+
+  // Covariance of the scaled parameters, then in parameter units.
+  res.params.resize(np);
+  std::vector<std::vector<double>> cov(np, std::vector<double>(np, kNaN));
+  if (res.dof > 0 && nfree > 0) {
+    std::vector<double> xb = best;
+    Built b = BuildProblem(c, &xb, all_rows);
+    ceres::Covariance::Options co;
+    co.algorithm_type = ceres::DENSE_SVD;
+    co.num_threads = 1;
+    ceres::Covariance covariance(co);
+    std::vector<std::pair<const double*, const double*>> blocks;
+    for (size_t i = 0; i < np; ++i)
+      for (size_t j = i; j < np; ++j)
+        if (c.free[i] && c.free[j]) blocks.emplace_back(xb.data() + i, xb.data() + j);
+    if (covariance.Compute(blocks, b.problem.get())) {
+      res.covariance_ok = true;
+      double s2 = res.sigma * res.sigma;
+      for (size_t i = 0; i < np; ++i) {
+        for (size_t j = i; j < np; ++j) {
+          if (!c.free[i] || !c.free[j]) continue;
+          double v = 0;
+          covariance.GetCovarianceBlock(xb.data() + i, xb.data() + j, &v);
+          cov[i][j] = cov[j][i] = v * c.scale[i] * c.scale[j] * s2;
+        }
+      }
+    } else {
+      res.warnings.push_back("covariance failed: " + DiagnoseRank(c, &xb) +
+                             "; no standard errors (change the design or fix parameters)");
+    }
+  }
+  double tq = res.dof > 0 ? StudentTQuantile(0.5 + opts.confidence / 2, res.dof) : kNaN;
+  for (size_t i = 0; i < np; ++i) {
+    ParamEstimate& e = res.params[i];
+    e.name = params[i].name;
+    e.unit = params[i].unit;
+    e.value = values[i];
+    e.fixed = opts.fixed.count(params[i].name) > 0;
+    e.unused = !c.used[i];
+    if (c.free[i]) {
+      double tol = 1e-8 * c.scale[i];
+      e.at_bound = std::fabs(values[i] - params[i].lower) < tol ||
+                   std::fabs(values[i] - params[i].upper) < tol;
+    }
+    e.std_error = res.covariance_ok && c.free[i] ? std::sqrt(std::max(0.0, cov[i][i])) : kNaN;
+    e.ci_low = e.value - tq * e.std_error;
+    e.ci_high = e.value + tq * e.std_error;
+    if (e.unused && !e.fixed) {
+      res.warnings.push_back("parameter '" + e.name +
+                             "' appears in no fitted response; it keeps its initial value");
+    }
+    if (e.at_bound) {
+      res.warnings.push_back("parameter '" + e.name +
+                             "' ended on a bound; its interval is "
+                             "not meaningful");
+    }
+    if (res.covariance_ok && c.free[i] && e.std_error > std::fabs(e.value)) {
+      res.warnings.push_back("parameter '" + e.name + "' is poorly determined (standard error " +
+                             "larger than the estimate)");
+    }
+  }
+  res.correlation.assign(np, std::vector<double>(np, kNaN));
+  for (size_t i = 0; i < np; ++i)
+    for (size_t j = 0; j < np; ++j)
+      if (res.covariance_ok && c.free[i] && c.free[j])
+        res.correlation[i][j] = cov[i][j] / std::sqrt(cov[i][i] * cov[j][j]);
+
+  // Leave-one-out cross-validation: refit without each design point, predict it.
+  std::vector<std::vector<double>> cv_ape(c.responses.size());
+  bool do_cv = opts.cross_validate && static_cast<int>(data.rows.size()) <= opts.max_cv_rows &&
+               data.rows.size() > nfree + 1;
+  if (do_cv) {
+    std::vector<char> has_obs(data.rows.size(), 0);
+    for (const Observation& ob : c.obs) has_obs[ob.row] = 1;
+    for (size_t i = 0; i < data.rows.size(); ++i) {
+      if (!has_obs[i]) continue;
+      std::vector<char> use = all_rows;
+      use[i] = 0;
+      std::vector<double> x = best;
+      Solve(c, &x, use);
+      std::vector<double> v = Unscale(c, x);
+      for (const Observation& ob : c.obs) {
+        if (ob.row != i) continue;
+        size_t k =
+            std::find(c.responses.begin(), c.responses.end(), ob.response) - c.responses.begin();
+        cv_ape[k].push_back(std::fabs(Predict(c, ob.response, i, v) - ob.y) / std::fabs(ob.y) *
+                            100);
+      }
+    }
+  } else if (opts.cross_validate) {
+    res.warnings.push_back("leave-one-out cross-validation skipped (" +
+                           std::to_string(data.rows.size()) + " rows; limit " +
+                           std::to_string(opts.max_cv_rows) + ")");
+  }
+
+  // Per-response and overall statistics.
+  ResponseStats overall;
+  overall.name = overall.column = "all";
+  double all_ape_sum = 0, all_cv_sum = 0;
+  size_t all_cv_n = 0;
+  for (size_t k = 0; k < c.responses.size(); ++k) {
+    int r = c.responses[k];
+    ResponseStats st;
+    st.name = model.responses()[r].name;
+    st.column = model.responses()[r].column;
+    double mean = 0;
+    std::vector<const PointResidual*> pts;
+    for (const auto& pr : res.residuals)
+      if (pr.response == st.name) pts.push_back(&pr);
+    for (const auto* p : pts) mean += p->measured;
+    st.points = static_cast<int>(pts.size());
+    if (pts.empty()) continue;
+    mean /= pts.size();
+    double ss_res = 0, ss_tot = 0;
+    for (const auto* p : pts) {
+      ss_res += p->residual * p->residual;
+      ss_tot += (p->measured - mean) * (p->measured - mean);
+      st.mape += p->ape;
+      st.max_ape = std::max(st.max_ape, p->ape);
+    }
+    all_ape_sum += st.mape;
+    st.mape /= pts.size();
+    st.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : kNaN;
+    if (!cv_ape[k].empty()) {
+      st.cv_mape = std::accumulate(cv_ape[k].begin(), cv_ape[k].end(), 0.0) / cv_ape[k].size();
+      st.cv_max_ape = *std::max_element(cv_ape[k].begin(), cv_ape[k].end());
+      all_cv_sum += st.cv_mape * cv_ape[k].size();
+      all_cv_n += cv_ape[k].size();
+      overall.cv_max_ape = std::max(overall.cv_max_ape, st.cv_max_ape);
+    }
+    overall.points += st.points;
+    overall.max_ape = std::max(overall.max_ape, st.max_ape);
+    res.responses.push_back(st);
+  }
+  overall.mape = overall.points ? all_ape_sum / overall.points : kNaN;
+  overall.r2 = kNaN;
+  if (all_cv_n) overall.cv_mape = all_cv_sum / all_cv_n;
+  if (res.responses.size() > 1) res.responses.push_back(overall);
+  return res;
+}
+
+}  // namespace invmw::fit

@@ -1,0 +1,303 @@
+#include "fitter/fit.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace invmw::fit {
+namespace {
+
+Model Builtin(const std::string& name) {
+  return Model::Load(ResolveModelPath(name));
+}
+
+// Synthetic measurements: evaluates every response of `model` at the given factor rows with the
+// given true parameters and applies independent multiplicative Gaussian noise to each value.
+DataTable Synthesize(const Model& model, const std::vector<std::string>& factor_names,
+                     const std::vector<std::vector<double>>& rows,
+                     const std::map<std::string, double>& truth, double noise, uint64_t seed) {
+  DataTable t;
+  t.source = "synthetic";
+  t.columns = factor_names;
+  for (const auto& r : model.responses()) t.columns.push_back(r.column);
+  std::vector<double> p(model.parameters().size());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = truth.at(model.parameters()[i].name);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  for (const auto& row : rows) {
+    std::vector<double> f(model.factors().size());
+    for (size_t i = 0; i < f.size(); ++i) {
+      const Factor& fac = model.factors()[i];
+      auto it = std::find(factor_names.begin(), factor_names.end(), fac.name);
+      f[i] = it == factor_names.end() ? fac.default_value : row[it - factor_names.begin()];
+    }
+    std::vector<double> out = row;
+    for (const auto& r : model.responses())
+      out.push_back(r.expr.Eval<double>(f.data(), p.data()) * (1 + noise * z(rng)));
+    t.rows.push_back(out);
+  }
+  return t;
+}
+
+const std::map<std::string, double> kOpalTruth = {{"a1", 100},  {"b1", 20e-6}, {"a2", 5e-9},
+                                                  {"a3", 5e-8}, {"a4", 1e-6},  {"b5", 2e-5}};
+
+// The paper's design: 3 sizes x 2 update settings x 2 cut-offs x 7 server counts = 84 points.
+std::vector<std::vector<double>> OpalDesign() {
+  std::vector<std::vector<double>> rows;
+  for (double n : {500.0, 2000.0, 8000.0})
+    for (double u : {1.0, 0.1})
+      for (double nt : {100.0, 1e6})
+        for (double p = 1; p <= 7; ++p) rows.push_back({10, p, u, n, nt, 0, 24});
+  return rows;
+}
+const std::vector<std::string> kOpalFactors = {"s", "p", "u", "n", "nt", "g", "alpha"};
+
+TEST(Fit, OpalRecoversKnownParametersInsideTheirIntervals) {
+  Model m = Builtin("opal");
+  FitOptions o;
+  o.weighting = "relative";
+  o.cross_validate = false;
+  const int kSeeds = 50;
+  std::map<std::string, int> covered;
+  std::map<std::string, std::vector<double>> rel_err;
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.02, seed);
+    ASSERT_EQ(d.rows.size(), 84u);
+    FitResult r = Fit(m, d, o);
+    ASSERT_TRUE(r.converged) << r.solver_message;
+    ASSERT_TRUE(r.covariance_ok);
+    for (const auto& p : r.params) {
+      double truth = kOpalTruth.at(p.name);
+      if (p.ci_low <= truth && truth <= p.ci_high) ++covered[p.name];
+      rel_err[p.name].push_back(std::fabs(p.value - truth) / truth);
+    }
+  }
+  for (const auto& [name, truth] : kOpalTruth) {
+    std::vector<double>& e = rel_err[name];
+    std::nth_element(e.begin(), e.begin() + e.size() / 2, e.end());
+    double median = e[e.size() / 2];
+    double coverage = static_cast<double>(covered[name]) / kSeeds;
+    std::printf("%-3s coverage %5.1f%%  median relative error %.3f%%\n", name.c_str(),
+                100 * coverage, 100 * median);
+    EXPECT_GE(coverage, 0.85) << name;
+    EXPECT_LE(coverage, 1.0) << name;
+    EXPECT_LT(median, 0.05) << name;
+  }
+}
+
+TEST(Fit, OpalStatisticsAndCrossValidation) {
+  Model m = Builtin("opal");
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.02, 7);
+  FitResult r = Fit(m, d, FitOptions());
+  ASSERT_TRUE(r.converged);
+  EXPECT_EQ(r.observations, 84 * 5);
+  EXPECT_EQ(r.dof, 84 * 5 - 6);
+  EXPECT_NEAR(r.sigma, 0.02, 0.004);  // the noise level, recovered
+  ASSERT_EQ(r.responses.size(), 6u);  // five responses and "all"
+  for (const auto& s : r.responses) {
+    EXPECT_GT(s.cv_mape, 0) << s.name;
+    EXPECT_LT(s.mape, 3) << s.name;                 // 2% noise: mean |error| ~ 1.6%
+    EXPECT_GE(s.cv_mape, s.mape * 0.95) << s.name;  // held-out error is not below in-sample
+    EXPECT_LT(s.cv_mape, 4) << s.name;
+    if (s.name != "all") {
+      EXPECT_GT(s.r2, 0.99) << s.name;
+    }
+  }
+  EXPECT_EQ(r.residuals.size(), 84u * 5);
+  for (size_t i = 0; i < r.params.size(); ++i) EXPECT_NEAR(r.correlation[i][i], 1, 1e-12);
+}
+
+TEST(Fit, OpalFromWallTimeOnly) {
+  Model m = Builtin("opal");
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.005, 3);
+  FitOptions o;
+  o.responses = {"t_wall"};
+  o.cross_validate = false;
+  FitResult r = Fit(m, d, o);
+  ASSERT_TRUE(r.covariance_ok);
+  for (const auto& p : r.params) {
+    EXPECT_NEAR(p.value, kOpalTruth.at(p.name), 4 * p.std_error) << p.name;
+  }
+}
+
+TEST(Fit, PingPong) {
+  Model m = Builtin("pingpong");
+  std::vector<std::vector<double>> rows;
+  for (double b = 1; b <= 4e6; b *= 2) rows.push_back({b});
+  std::map<std::string, double> truth = {{"a1", 1200}, {"b1", 4e-6}};
+  DataTable d = Synthesize(m, {"bytes"}, rows, truth, 0.01, 11);
+  FitResult r = Fit(m, d, FitOptions());
+  ASSERT_TRUE(r.covariance_ok);
+  for (const auto& p : r.params) {
+    EXPECT_NEAR(p.value, truth.at(p.name), 0.03 * truth.at(p.name)) << p.name;
+    EXPECT_LT(std::fabs(p.value - truth.at(p.name)), 4 * p.std_error) << p.name;
+  }
+}
+
+TEST(Fit, PingPongEagerRendezvous) {
+  Model m = Builtin("pingpong_eager");
+  std::vector<std::vector<double>> rows;
+  for (double b = 1; b <= 4e6; b *= 2) rows.push_back({b, 65536});
+  std::map<std::string, double> truth = {
+      {"a1", 800}, {"b1", 2e-6}, {"a1_rndv", 3000}, {"b1_rndv", 3e-5}};
+  DataTable d = Synthesize(m, {"bytes", "eager_limit"}, rows, truth, 0.01, 12);
+  FitResult r = Fit(m, d, FitOptions());
+  ASSERT_TRUE(r.covariance_ok);
+  for (const auto& p : r.params)
+    EXPECT_NEAR(p.value, truth.at(p.name), 0.05 * truth.at(p.name)) << p.name;
+}
+
+TEST(Fit, Dyana) {
+  Model m = Builtin("dyana");
+  // Four CPU types of 000 Table 7.2 (alpha, beta, gamma for 1 and 2 CPUs) and clocks.
+  const double cpus[][4] = {{933, 1, 13, 33}, {933, 1, 18, 75}, {800, 1, 17, 26},
+                            {800, 1, 21, 50}, {400, 1, 11, 29}, {667, 1, 7, 34}};
+  std::vector<std::vector<double>> rows;
+  for (const auto& c : cpus)
+    for (double p : {1.0, 2.0, 4.0, 6.0, 8.0})
+      for (double size : {2e5, 2e6}) rows.push_back({100, p, 500, c[0], c[1], c[2], c[3], size});
+  std::map<std::string, double> truth = {
+      {"a", 0.6}, {"b", 0.05}, {"c", 0.02}, {"bw_slave", 10}, {"bw_master", 40}};
+  DataTable d =
+      Synthesize(m, {"n", "p", "flop_conf", "clock", "alpha", "beta", "gamma", "size_data"}, rows,
+                 truth, 0.01, 13);
+  FitResult r = Fit(m, d, FitOptions());
+  ASSERT_TRUE(r.covariance_ok);
+  for (const auto& p : r.params) {
+    EXPECT_NEAR(p.value, truth.at(p.name), 0.05 * truth.at(p.name)) << p.name;
+    EXPECT_LT(std::fabs(p.value - truth.at(p.name)), 4 * p.std_error) << p.name;
+  }
+}
+
+TEST(Fit, MasterWorker) {
+  Model m = Builtin("master_worker");
+  std::vector<std::vector<double>> rows;
+  for (double vi : {1e4, 1e5, 1e6})
+    for (double nw = 1; nw <= 16; nw *= 2) rows.push_back({1000, nw, vi, vi / 10});
+  std::map<std::string, double> truth = {{"tc", 0.01}, {"tl", 1e-4}, {"lambda", 1e-8}};
+  DataTable d = Synthesize(m, {"wu", "nw", "vi", "vo"}, rows, truth, 0.01, 14);
+  FitOptions o;
+  o.starts = 5;  // min(nw, N_opt) makes the surface piecewise; several starts are cheap here
+  FitResult r = Fit(m, d, o);
+  ASSERT_TRUE(r.covariance_ok);
+  for (const auto& p : r.params) {
+    EXPECT_NEAR(p.value, truth.at(p.name), 0.05 * truth.at(p.name)) << p.name;
+  }
+}
+
+TEST(Fit, WarnsWhenTheDesignCannotIdentifyParameters) {
+  Model m = Builtin("pingpong");
+  // One message size only: b1 and bytes/a1 cannot be told apart.
+  std::vector<std::vector<double>> rows(10, std::vector<double>{1000});
+  DataTable d = Synthesize(m, {"bytes"}, rows, {{"a1", 100}, {"b1", 1e-5}}, 0.01, 1);
+  FitOptions o;
+  o.cross_validate = false;
+  FitResult r = Fit(m, d, o);
+  EXPECT_FALSE(r.covariance_ok);
+  bool named = false;
+  for (const auto& w : r.warnings)
+    named = named || (w.find("not identifiable") != std::string::npos &&
+                      w.find("a1") != std::string::npos && w.find("b1") != std::string::npos);
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(std::isnan(r.params[0].std_error));
+}
+
+TEST(Fit, InconsistentInputsAreErrors) {
+  Model m = Builtin("opal");
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.0, 1);
+  // Data without the cut-off factor.
+  DataTable no_nt = d;
+  int col = no_nt.Column("nt");
+  no_nt.columns.erase(no_nt.columns.begin() + col);
+  for (auto& r : no_nt.rows) r.erase(r.begin() + col);
+  try {
+    Fit(m, no_nt, FitOptions());
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("lack factor 'nt'"), std::string::npos) << e.what();
+  }
+  // Without g and alpha the model's defaults apply, with a warning.
+  DataTable no_g = d;
+  no_g.columns.resize(5);
+  no_g.columns.insert(no_g.columns.end(), d.columns.begin() + 7, d.columns.end());
+  for (auto& r : no_g.rows) r.erase(r.begin() + 5, r.begin() + 7);
+  FitOptions quick;
+  quick.cross_validate = false;
+  FitResult r = Fit(m, no_g, quick);
+  EXPECT_NEAR(r.params[0].value, 100, 1e-3);
+  EXPECT_FALSE(r.warnings.empty());
+  // No response columns at all.
+  DataTable factors_only = d;
+  factors_only.columns.resize(7);
+  for (auto& row : factors_only.rows) row.resize(7);
+  EXPECT_THROW(Fit(m, factors_only, FitOptions()), FitError);
+  // A zero measurement with relative weighting.
+  DataTable zero = d;
+  zero.rows[3][zero.Column("t_wall")] = 0;
+  EXPECT_THROW(Fit(m, zero, FitOptions()), FitError);
+  // Unknown response, unknown fixed parameter, invalid options.
+  FitOptions o;
+  o.responses = {"t_idle"};
+  EXPECT_THROW(Fit(m, d, o), FitError);
+  o = FitOptions();
+  o.fixed["a9"] = 1;
+  EXPECT_THROW(Fit(m, d, o), FitError);
+  o = FitOptions();
+  o.loss = "tukey";
+  std::string err;
+  EXPECT_FALSE(o.IsValid(&err));
+  EXPECT_NE(err.find("loss"), std::string::npos);
+  EXPECT_THROW(Fit(m, d, o), FitError);
+}
+
+TEST(Fit, SeveralStartsNeedBounds) {
+  Model m = Model::Parse(R"(
+name = "line"
+[factors]
+x = "x"
+[parameters]
+k = { initial = 1 }
+[total]
+column = "y"
+expr = "k * x"
+)",
+                         "line.toml");
+  DataTable d;
+  d.source = "inline";
+  d.columns = {"x", "y"};
+  d.rows = {{1, 2}, {2, 4.1}, {3, 5.9}};
+  FitOptions o;
+  o.starts = 3;
+  try {
+    Fit(m, d, o);
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("'k'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("bounds"), std::string::npos);
+  }
+  o.starts = 1;
+  FitResult r = Fit(m, d, o);
+  EXPECT_NEAR(r.params[0].value, 2.0, 0.05);
+}
+
+TEST(Fit, RobustLossResistsAnOutlier) {
+  Model m = Builtin("pingpong");
+  std::vector<std::vector<double>> rows;
+  for (double b = 1; b <= 4e6; b *= 2) rows.push_back({b});
+  std::map<std::string, double> truth = {{"a1", 1200}, {"b1", 4e-6}};
+  DataTable d = Synthesize(m, {"bytes"}, rows, truth, 0.0, 1);
+  d.rows[2][1] *= 0.2;  // one wildly disturbed small-message time
+  FitOptions plain, robust;
+  robust.loss = "cauchy";
+  robust.loss_scale = 0.05;
+  double b1_plain = Fit(m, d, plain).params[1].value;
+  double b1_robust = Fit(m, d, robust).params[1].value;
+  EXPECT_LT(std::fabs(b1_robust - 4e-6), 0.01 * 4e-6);
+  EXPECT_GT(std::fabs(b1_plain - 4e-6), 0.05 * 4e-6);
+}
+
+}  // namespace
+}  // namespace invmw::fit

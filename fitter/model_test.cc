@@ -1,0 +1,145 @@
+#include "fitter/model.h"
+
+#include <gtest/gtest.h>
+
+#include "fitter/data_table.h"
+
+namespace invmw::fit {
+namespace {
+
+std::string ErrorOf(const std::string& toml) {
+  try {
+    Model::Parse(toml, "bad.toml");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kHead = R"(name = "m"
+[factors]
+x = "x"
+n = "n"
+[parameters]
+a = { initial = 1, lower = 0, upper = 10 }
+b = { initial = 2, lower = 0, upper = 10 }
+)";
+
+TEST(Model, BuiltinsLoad) {
+  for (const auto& name : BuiltinModels()) {
+    Model m = Model::Load(ResolveModelPath(name));
+    EXPECT_EQ(m.name(), name);
+    EXPECT_FALSE(m.total().expr.empty());
+  }
+  Model opal = Model::Load(ResolveModelPath("opal"));
+  ASSERT_EQ(opal.responses().size(), 5u);
+  EXPECT_EQ(opal.total().column, "t_wall");
+  EXPECT_EQ(opal.responses()[1].name, "t_par_comp");  // file order, not alphabetical
+  EXPECT_EQ(opal.responses()[4].name, "t_sync");
+  EXPECT_EQ(opal.parameters()[opal.ParamIndex("a2")].transfer, "compute");
+  EXPECT_EQ(opal.parameters()[opal.ParamIndex("b1")].transfer, "table");
+  EXPECT_TRUE(opal.factors()[opal.FactorIndex("g")].has_default);
+  EXPECT_THROW(ResolveModelPath("no_such_model"), ModelError);
+}
+
+TEST(Model, OpalEvaluatesThePapersFormulas) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  // s p u n nt g alpha in file order
+  std::vector<double> f(m.factors().size());
+  auto set = [&](const char* n, double v) { f[m.FactorIndex(n)] = v; };
+  set("s", 10), set("p", 4), set("u", 0.1), set("n", 1000), set("nt", 140), set("g", 0.1),
+      set("alpha", 24);
+  std::vector<double> p(m.parameters().size());
+  auto par = [&](const char* n, double v) { p[m.ParamIndex(n)] = v; };
+  par("a1", 100), par("b1", 2e-5), par("a2", 5e-9), par("a3", 5e-8), par("a4", 1e-6),
+      par("b5", 2e-5);
+  double s = 10, pp = 4, u = 0.1, n = 1000, nt = 140, g = 0.1;
+  double upd = 5e-9 * s * u / pp * ((1 - 2 * g) * (1 - 2 * g) * n * n - (1 - 2 * g) * n) / 2;
+  double nb = 5e-8 * s / pp * nt * n;  // n >= nt: cut-off effective
+  double comm = s * (pp * (24 / 100e6) * (u + 2) * n + 2 * pp * 2e-5 * (u + 1));
+  double sync = 2 * s * (u + 1) * 2e-5;
+  double seq = 1e-6 * s * n;
+  EXPECT_DOUBLE_EQ(m.responses()[1].expr.Eval<double>(f.data(), p.data()), upd + nb);
+  EXPECT_DOUBLE_EQ(m.responses()[2].expr.Eval<double>(f.data(), p.data()), seq);
+  EXPECT_DOUBLE_EQ(m.responses()[3].expr.Eval<double>(f.data(), p.data()), comm);
+  EXPECT_DOUBLE_EQ(m.responses()[4].expr.Eval<double>(f.data(), p.data()), sync);
+  EXPECT_NEAR(m.total().expr.Eval<double>(f.data(), p.data()), upd + nb + seq + comm + sync, 1e-15);
+  set("nt", 1e6);  // no cut-off: all n(n-1)/2 pairs
+  EXPECT_DOUBLE_EQ(m.responses()[1].expr.Eval<double>(f.data(), p.data()),
+                   upd + 5e-8 * s / pp * n * (n - 1) / 2);
+}
+
+TEST(Model, UnknownSymbolNamesFileLineAndColumn) {
+  std::string e = ErrorOf(std::string(kHead) + "[total]\ncolumn = \"t\"\nexpr = \"a*x + c*n\"\n");
+  // line 10, the string starts at column 8, 'c' is its 7th character.
+  EXPECT_NE(e.find("bad.toml:10:15: unknown symbol 'c'"), std::string::npos) << e;
+}
+
+TEST(Model, BadTokenNamesLineAndColumn) {
+  std::string e = ErrorOf(std::string(kHead) + "[total]\nexpr = \"a * x # b\"\n");
+  EXPECT_NE(e.find("bad.toml:9:15: unexpected character '#'"), std::string::npos) << e;
+  e = ErrorOf(std::string(kHead) + "[total]\nexpr = \"a * (x + b\"\n");
+  EXPECT_NE(e.find("expected ')'"), std::string::npos) << e;
+  e = ErrorOf(std::string(kHead) + "[total]\nexpr = \"\"\"\na * x +\n  b ^ ^ 2\"\"\"\n");
+  EXPECT_NE(e.find("bad.toml:11:7: unexpected '^'"), std::string::npos) << e;
+}
+
+TEST(Model, ParameterInDivisorNeedsALowerBound) {
+  std::string e = ErrorOf(R"(name = "m"
+[factors]
+x = "x"
+[parameters]
+k = { initial = 1 }
+[total]
+expr = "x / k"
+)");
+  EXPECT_NE(e.find("bad.toml:5:5: parameter 'k'"), std::string::npos) << e;
+  EXPECT_NE(e.find("needs a 'lower' bound"), std::string::npos) << e;
+}
+
+TEST(Model, StructuralErrors) {
+  EXPECT_NE(
+      ErrorOf(std::string(kHead) + "[definitions]\nq = \"r\"\nr = \"q\"\n[total]\nexpr = \"q\"\n")
+          .find("defined in terms of itself"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) + "[total]\ncolumn = \"t\"\n").find("lacks 'expr'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) + "[total]\nexpr = \"a\"\nweight = 2\n")
+                .find("unknown key 'weight'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead)).find("missing [total]"), std::string::npos);
+  EXPECT_NE(ErrorOf("name = \"m\"\n[factors]\nx = \"x\"\n[parameters]\na = { lower = 0 }\n"
+                    "[total]\nexpr = \"a\"\n")
+                .find("lacks 'initial'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("name = \"m\"\n[factors]\nx = \"x\"\n[parameters]\n"
+                    "x = { initial = 1 }\n[total]\nexpr = \"x\"\n")
+                .find("defined twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("name = \"m\"\nfactors = [1,\n").find("bad.toml:"), std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) + "[definitions]\nunused = \"zz\"\n[total]\nexpr = \"a\"\n")
+                .find("unknown symbol 'zz'"),
+            std::string::npos);
+}
+
+TEST(DataTable, CsvParsingAndErrors) {
+  DataTable t = ParseCsv("# runs\np, n ,t\n1,100,0.5\n2,100,\n", "d.csv");
+  ASSERT_EQ(t.columns, (std::vector<std::string>{"p", "n", "t"}));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.rows[0][2], 0.5);
+  EXPECT_TRUE(std::isnan(t.rows[1][2]));
+  EXPECT_EQ(t.RowOrigin(1), "d.csv:4");
+  try {
+    ParseCsv("p,t\n1,abc\n", "d.csv");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.csv:2:3: column 't': 'abc'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ParseCsv("p,t\n1,2,3\n", "d.csv"), DataError);
+  EXPECT_THROW(ParseCsv("p,p\n1,2\n", "d.csv"), DataError);
+  EXPECT_THROW(ReadCsv("/nonexistent.csv"), DataError);
+}
+
+}  // namespace
+}  // namespace invmw::fit

@@ -1,0 +1,190 @@
+#include "fitter/platform_table.h"
+
+#include <algorithm>
+#include <dirent.h>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#ifndef INVMW_PLATFORM_TABLES_DIR
+#define INVMW_PLATFORM_TABLES_DIR "platforms/tables"
+#endif
+
+namespace invmw::fit {
+
+namespace {
+
+const TableValue* FindIn(const std::vector<TableValue>& v, const std::string& n) {
+  for (const auto& x : v)
+    if (x.name == n) return &x;
+  return nullptr;
+}
+
+std::string Where(const std::string& source, const toml::source_region& r) {
+  return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column) + ": ";
+}
+
+std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
+                                   const std::string& source) {
+  std::vector<TableValue> out;
+  const toml::node* n = doc.get(section);
+  if (!n) return out;
+  const toml::table* t = n->as_table();
+  if (!t) throw TableError(Where(source, n->source()) + "[" + section + "] must be a table");
+  for (const auto& [k, v] : *t) {
+    TableValue tv;
+    tv.name = std::string(k.str());
+    std::string field = std::string(section) + "." + tv.name;
+    if (auto d = v.value<double>()) {
+      tv.value = *d;
+    } else if (const toml::table* vt = v.as_table()) {
+      auto val = (*vt)["value"].value<double>();
+      if (!val) throw TableError(Where(source, v.source()) + field + " lacks 'value' (a number)");
+      tv.value = *val;
+      tv.unit = (*vt)["unit"].value_or(std::string());
+      tv.source = (*vt)["source"].value_or(std::string());
+      tv.std_error = (*vt)["std_error"].value_or(-1.0);
+      for (const auto& [vk, vv] : *vt) {
+        std::string key(vk.str());
+        if (key != "value" && key != "unit" && key != "source" && key != "std_error") {
+          throw TableError(Where(source, vk.source()) + "unknown key '" + key + "' in " + field +
+                           " (expected value, unit, source, std_error)");
+        }
+      }
+    } else {
+      throw TableError(Where(source, v.source()) + field +
+                       " must be a number or a table {value, unit, source}");
+    }
+    out.push_back(tv);
+  }
+  return out;
+}
+
+std::string Quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
+
+const TableValue* PlatformTable::Parameter(const std::string& n) const {
+  return FindIn(parameters, n);
+}
+const TableValue* PlatformTable::Measure(const std::string& n) const {
+  return FindIn(measures, n);
+}
+const TableValue* PlatformTable::Kernel(const std::string& n) const {
+  return FindIn(kernels, n);
+}
+
+PlatformTable ParsePlatformTable(const std::string& text, const std::string& source) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    throw TableError(Where(source, e.source()) +
+                     "TOML syntax error: " + std::string(e.description()));
+  }
+  PlatformTable t;
+  t.path = source;
+  auto schema = doc["schema"].value<int64_t>();
+  if (!schema) throw TableError(source + ": missing 'schema' (this invmw reads schema = 1)");
+  if (*schema != 1) {
+    throw TableError(Where(source, doc["schema"].node()->source()) + "schema " +
+                     std::to_string(*schema) + " is not supported (expected 1)");
+  }
+  for (const auto& [k, v] : doc) {
+    std::string key(k.str());
+    static const char* kKeys[] = {"schema",     "name",     "title",  "description",
+                                  "parameters", "measures", "kernels"};
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      throw TableError(Where(source, k.source()) + "unknown key '" + key +
+                       "' (expected schema, name, title, description, parameters, measures, "
+                       "kernels)");
+    }
+  }
+  t.name = doc["name"].value_or(std::string());
+  if (t.name.empty()) throw TableError(source + ": missing 'name' (a string)");
+  t.title = doc["title"].value_or(t.name);
+  t.description = doc["description"].value_or(std::string());
+  t.parameters = ReadValues(doc, "parameters", source);
+  t.measures = ReadValues(doc, "measures", source);
+  t.kernels = ReadValues(doc, "kernels", source);
+  return t;
+}
+
+PlatformTable LoadPlatformTable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw TableError(path + ": cannot open platform table");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParsePlatformTable(ss.str(), path);
+}
+
+std::string FormatPlatformTable(const PlatformTable& t) {
+  std::ostringstream o;
+  o << std::setprecision(10);
+  o << "schema = 1\nname = " << Quote(t.name) << "\ntitle = " << Quote(t.title) << "\n";
+  if (!t.description.empty()) o << "description = " << Quote(t.description) << "\n";
+  auto section = [&](const char* name, const std::vector<TableValue>& vals) {
+    if (vals.empty()) return;
+    o << "\n[" << name << "]\n";
+    for (const auto& v : vals) {
+      o << v.name << " = { value = " << v.value;
+      if (!v.unit.empty()) o << ", unit = " << Quote(v.unit);
+      if (v.std_error >= 0) o << ", std_error = " << v.std_error;
+      if (!v.source.empty()) o << ", source = " << Quote(v.source);
+      o << " }\n";
+    }
+  };
+  section("parameters", t.parameters);
+  section("measures", t.measures);
+  section("kernels", t.kernels);
+  return o.str();
+}
+
+std::string PlatformTablesDir(const std::string& dir) {
+  return dir.empty() ? std::string(INVMW_PLATFORM_TABLES_DIR) : dir;
+}
+
+std::string ResolvePlatformTable(const std::string& name_or_path, const std::string& dir) {
+  if (name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".toml")) {
+    if (access(name_or_path.c_str(), R_OK) == 0) return name_or_path;
+    throw TableError(name_or_path + ": cannot open platform table");
+  }
+  std::string d = PlatformTablesDir(dir);
+  std::string p = d + "/" + name_or_path + ".toml";
+  if (access(p.c_str(), R_OK) == 0) return p;
+  std::string list;
+  for (const auto& n : ListPlatformTables(dir)) list += (list.empty() ? "" : ", ") + n;
+  throw TableError("no platform table '" + name_or_path + "' in " + d +
+                   " (available: " + (list.empty() ? "none" : list) + ")");
+}
+
+std::vector<std::string> ListPlatformTables(const std::string& dir) {
+  std::vector<std::string> out;
+  std::string d = PlatformTablesDir(dir);
+  if (DIR* dp = opendir(d.c_str())) {
+    while (dirent* e = readdir(dp)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.substr(n.size() - 5) == ".toml")
+        out.push_back(n.substr(0, n.size() - 5));
+    }
+    closedir(dp);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace invmw::fit
