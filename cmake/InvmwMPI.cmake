@@ -12,7 +12,7 @@
 set(INVMW_MPI "openmpi" CACHE STRING "MPI that libinvmw.so is built for (openmpi or mpich)")
 option(INVMW_WITH_SECOND_MPI "Also build the preload library for the other MPI when installed" ON)
 
-function(_invmw_wrapper_flags wrapper showflag out_includes out_compile out_link)
+function(_invmw_wrapper_flags wrapper showflag out_includes out_compile out_link out_dirs out_libs)
   execute_process(COMMAND ${wrapper} ${showflag} OUTPUT_VARIABLE line RESULT_VARIABLE rc
                   OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(NOT rc EQUAL 0)
@@ -23,10 +23,17 @@ function(_invmw_wrapper_flags wrapper showflag out_includes out_compile out_link
   set(inc "")
   set(comp "")
   set(link "")
+  set(dirs "")
+  set(libs "")
   foreach(a IN LISTS args)
     if(a MATCHES "^-I(.*)")
       list(APPEND inc "${CMAKE_MATCH_1}")
-    elseif(a MATCHES "^-(L|l|Wl,)" OR a STREQUAL "-pthread")
+    elseif(a MATCHES "^-L(.*)")
+      list(APPEND dirs "${CMAKE_MATCH_1}")
+    elseif(a MATCHES "^-l(.*)")
+      # Libraries must follow the objects on the link line (--as-needed drops them otherwise).
+      list(APPEND libs "${CMAKE_MATCH_1}")
+    elseif(a MATCHES "^-Wl," OR a STREQUAL "-pthread")
       list(APPEND link "${a}")
     elseif(a MATCHES "^-f(allow|no-)" )
       list(APPEND comp "${a}")
@@ -35,6 +42,8 @@ function(_invmw_wrapper_flags wrapper showflag out_includes out_compile out_link
   set(${out_includes} "${inc}" PARENT_SCOPE)
   set(${out_compile} "${comp}" PARENT_SCOPE)
   set(${out_link} "${link}" PARENT_SCOPE)
+  set(${out_dirs} "${dirs}" PARENT_SCOPE)
+  set(${out_libs} "${libs}" PARENT_SCOPE)
 endfunction()
 
 function(_invmw_add_flavor flavor cc fc showflag launcher)
@@ -45,12 +54,13 @@ function(_invmw_add_flavor flavor cc fc showflag launcher)
     set(INVMW_HAVE_${flavor} FALSE PARENT_SCOPE)
     return()
   endif()
-  _invmw_wrapper_flags(${_cc} ${showflag} inc comp link)
+  _invmw_wrapper_flags(${_cc} ${showflag} inc comp link dirs libs)
   add_library(invmw::mpi_c_${flavor} INTERFACE IMPORTED GLOBAL)
   # The C++ bindings would drag libmpi_cxx in; invmw uses the C API from C++.
   set_target_properties(invmw::mpi_c_${flavor} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${inc}"
                         INTERFACE_COMPILE_DEFINITIONS "OMPI_SKIP_MPICXX=1;MPICH_SKIP_MPICXX=1"
-                        INTERFACE_LINK_OPTIONS "${link}")
+                        INTERFACE_LINK_OPTIONS "${link}" INTERFACE_LINK_DIRECTORIES "${dirs}"
+                        INTERFACE_LINK_LIBRARIES "${libs}")
   set(header "")
   foreach(d IN LISTS inc)
     if(NOT header AND EXISTS "${d}/mpi.h")
@@ -58,11 +68,12 @@ function(_invmw_add_flavor flavor cc fc showflag launcher)
     endif()
   endforeach()
   if(_fc)
-    _invmw_wrapper_flags(${_fc} ${showflag} finc fcomp flink)
+    _invmw_wrapper_flags(${_fc} ${showflag} finc fcomp flink fdirs flibs)
     add_library(invmw::mpi_fortran_${flavor} INTERFACE IMPORTED GLOBAL)
     set_target_properties(invmw::mpi_fortran_${flavor} PROPERTIES
                           INTERFACE_INCLUDE_DIRECTORIES "${finc}"
-                          INTERFACE_COMPILE_OPTIONS "${fcomp}" INTERFACE_LINK_OPTIONS "${flink}")
+                          INTERFACE_COMPILE_OPTIONS "${fcomp}" INTERFACE_LINK_OPTIONS "${flink}"
+                          INTERFACE_LINK_DIRECTORIES "${fdirs}" INTERFACE_LINK_LIBRARIES "${flibs}")
   endif()
   set(INVMW_HAVE_${flavor} TRUE PARENT_SCOPE)
   set(INVMW_MPI_${flavor}_HEADER "${header}" PARENT_SCOPE)

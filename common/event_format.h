@@ -1,0 +1,82 @@
+// The per-rank raw trace: what the preload runtime writes while the job runs, and what
+// otf2_writer turns into an OTF2 archive (at the end of a run, or after a crash by
+// `invmw trace recover`).
+//
+// Why not write OTF2 directly from the ranks: OTF2 writes its global definitions only when the
+// archive is closed by all ranks together, so a job that dies leaves nothing readable. Each
+// rank instead appends fixed-size records to its own files with plain write(2) (also from a
+// signal handler), and one converter builds the archive from whatever was written. The same
+// converter serves the normal and the crash path.
+//
+// Files of rank R in <run dir>/raw/:
+//   events-R-T.bin  (R six digits, T three digits: thread index) EventFileHeader, then
+//                   EventRecord entries in the order the thread produced them. Appended by a
+//                   drain thread; the last block may be cut short by a crash (readers drop a
+//                   trailing partial record).
+//   defs-R.jsonl    one JSON object per line, appended as facts become known (see below).
+//
+// defs-R.jsonl lines ("type" field first):
+//   {"type":"rank", "rank":R, "world_size":N, "host":"...", "pid":P, "flavor":"openmpi",
+//    "ticks_per_second":F, "init_ticks":T, "init_realtime_ns":NS}
+//   {"type":"functions", "names":["MPI_Init",...], "kinds":["special","send",...],
+//    "classes":["env","p2p",...]}                  index = EventRecord::func
+//   {"type":"comm", "id":C, "members":[world ranks...], "remote_members":[...] (intercomms),
+//    "inter":false, "seq":S}   seq: creation order among this rank's communicators
+//   {"type":"clock", "phase":"init"|"finalize", "ticks":T, "offset_ticks":O,
+//    "uncertainty_ticks":U}   this rank's clock minus rank 0's at local tick T
+//   {"type":"thread", "index":T, "location":"main"|"thread T"}
+//   {"type":"end", "reason":"finalize"|"signal"|..., "end_ticks":T, "ticks_per_second":F,
+//    "dropped_events":D, "flushes":K}
+#pragma once
+
+#include <cstdint>
+
+namespace invmw::trace {
+
+constexpr uint32_t kEventMagic = 0x56454d49;  // "IMEV"
+constexpr uint32_t kEventVersion = 1;
+
+struct EventFileHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t header_size;  // sizeof(EventFileHeader)
+  uint32_t record_size;  // sizeof(EventRecord)
+  int32_t rank;
+  int32_t thread;
+  uint64_t reserved[5];
+};
+
+enum RecordType : uint8_t {
+  kCall = 0,        // one MPI call: Enter at t_enter, Leave at t_leave
+  kCompletion = 1,  // a nonblocking operation completed inside the next kCall record of the
+                    // same thread (a Wait/Test): at t_enter; request = its id
+  kTestFail = 2,    // an unsuccessful Test/Iprobe (coalesced: bytes_sent = number of calls)
+  kFlush = 3,       // the runtime flushed buffers inside a call: t_enter..t_leave
+  kCancelled = 4,   // a request was cancelled (request = its id)
+  kPause = 5,       // MPI_Pcontrol(0): recording paused at t_enter, resumed at t_leave
+};
+
+enum RecordFlags : uint8_t {
+  kFlagPersistent = 1,  // the request is persistent
+  kFlagAnySource = 2,   // the receive was posted with MPI_ANY_SOURCE
+};
+
+// 64 bytes, naturally aligned. Peers are world ranks; -1 none, -2 MPI_PROC_NULL.
+struct EventRecord {
+  uint64_t t_enter;  // ticks of this rank's clock
+  uint64_t t_leave;
+  uint64_t bytes_sent;  // for kCall: as in the profile; for kCompletion: bytes received
+  uint64_t bytes_recv;
+  uint64_t request;  // invmw's id of the nonblocking request (per rank, from 1), else 0
+  int32_t peer;      // destination, source, or root (collectives)
+  int32_t tag;
+  uint32_t comm;  // communicator id from defs ("comm" lines); 0 = MPI_COMM_WORLD
+  uint16_t func;  // index into the "functions" line of defs
+  uint8_t type;   // RecordType
+  uint8_t flags;  // RecordFlags
+  int32_t peer2;  // second peer: MPI_Sendrecv's source
+  int32_t tag2;   // MPI_Sendrecv's receive tag
+};
+static_assert(sizeof(EventRecord) == 64, "EventRecord must stay 64 bytes");
+
+}  // namespace invmw::trace

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs missing Debian packages, then configures and builds invmw in ./build (or $BUILD_DIR).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+bash "$here/scripts/setup.sh"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} >/dev/null
+cmake --build "$build" -j"$(nproc)"
