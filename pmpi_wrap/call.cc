@@ -86,6 +86,17 @@ void Call::RequestFree(MPI_Request before) {
   Finish(0, 0);
 }
 
+int64_t TypeSizeSlow(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) return 0;
+  MPI_Count size = 0;
+  if (PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) size = 0;
+  ThreadState::TypeEntry& e = tls_state->type_cache[TypeCacheSlot(type)];
+  e.type = type;
+  e.size = size;
+  e.epoch = g.type_epoch.load(std::memory_order_relaxed);
+  return size;
+}
+
 ScratchBuffers& Scratch() {
   static INVMW_TLS ScratchBuffers* s = nullptr;
   if (!s) s = new ScratchBuffers();

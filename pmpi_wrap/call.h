@@ -25,7 +25,7 @@ class Call {
  public:
   explicit Call(FuncId f, bool fortran = false) : f_(f) {
     (void)fortran;
-    if (tls_in_call || !g.recording.load(std::memory_order_relaxed) || !g.enabled[f]) return;
+    if (tls_in_call || !g.record[f].load(std::memory_order_relaxed)) return;
     ts_ = CurrentThread();
     if (!ts_) return;
     tls_in_call = true;
@@ -139,6 +139,13 @@ class Call {
   }
   static uint64_t StatusBytes(const MPI_Status* st) {
     if (!st || st->MPI_SOURCE == MPI_PROC_NULL) return 0;
+    // The byte count lives in the status; reading it directly saves a library call per receive
+    // where the layout is known (both MPIs keep bytes there, whatever the datatype).
+#if defined(OPEN_MPI)
+    return uint64_t(st->_ucount);
+#elif defined(MPICH)
+    return (uint64_t(uint32_t(st->count_hi_and_cancelled)) >> 1 << 32) | uint32_t(st->count_lo);
+#endif
     MPI_Count n = 0;
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0) return 0;
     return uint64_t(n);

@@ -63,7 +63,7 @@ void WriteAll(int fd, const char* p, size_t n) {
 void SaveRawDump(uint32_t reason, int sig) {
   if (!g.initialized || g.finalized || !g_dump_buf) return;
   if (g_dumped.exchange(true)) return;
-  g.recording.store(false, std::memory_order_relaxed);
+  SetRecording(false);
   size_t n = FillRawDump(reason, sig, g_dump_buf, g_dump_cap);
   int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
@@ -189,6 +189,12 @@ __attribute__((destructor)) void OnUnload() {
 
 }  // namespace
 
+void SetRecording(bool on) {
+  for (int f = 0; f < kNumFuncs; ++f)
+    g.record[f].store(on && g.enabled[f], std::memory_order_relaxed);
+  g.recording.store(on, std::memory_order_release);
+}
+
 // ---- thread attach -------------------------------------------------------------------------
 ThreadState* AttachThread() {
   if (!g_threads) return nullptr;
@@ -204,7 +210,7 @@ ThreadState* AttachThread() {
     return nullptr;
   }
   ts->index = idx;
-  ts->cached_type = MPI_DATATYPE_NULL;
+  // Epoch 0 never matches (the global epoch starts at 1), so the calloc'ed cache is empty.
   g_threads[idx].store(ts, std::memory_order_release);
   tls_state = ts;
   return ts;
@@ -354,12 +360,12 @@ void OnInit(uint64_t enter_ticks) {
   }
   if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
   g.initialized = true;
-  g.recording.store(true, std::memory_order_release);
+  SetRecording(true);
 }
 
 void OnFinalize() {
   if (!g.initialized || g.finalized) return;
-  g.recording.store(false, std::memory_order_release);
+  SetRecording(false);
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
     g.finalized = true;
     return;

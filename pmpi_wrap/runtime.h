@@ -21,6 +21,8 @@ struct Runtime {
   // Hot-path flags, read with relaxed loads.
   std::atomic<bool> recording{false};  // between MPI_Init and MPI_Finalize, and Pcontrol != 0
   bool enabled[kNumFuncs] = {};         // INVMW_WRAP_EXCLUDE applied
+  // recording && enabled[f], per function: the one flag a wrapper reads on entry.
+  std::atomic<bool> record[kNumFuncs] = {};
   std::atomic<uint64_t> type_epoch{1};  // bumped by MPI_Type_free
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> dropped_threads{0};
@@ -46,6 +48,9 @@ extern Runtime g;
 // Preloaded into a program of another MPI: every wrapper passes through. A plain global, not a
 // member of g, because it is set by a load-time constructor that may run before g's.
 extern bool g_mpi_mismatch;
+
+// Turns recording on or off for every enabled function (MPI_Pcontrol, init, finalize, ends).
+void SetRecording(bool on);
 
 // Called by the MPI_Init / MPI_Init_thread wrappers after PMPI_Init* succeeded.
 void OnInit(uint64_t enter_ticks);

@@ -138,7 +138,7 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Pcontrol(const int level, 
       Call c(F_MPI_Pcontrol);
       if (c.on()) c.Leave();
     }
-    g.recording.store(level != 0, std::memory_order_release);
+    SetRecording(level != 0);
     if (level != 0) {
       // Resuming: count the Pcontrol that turned recording back on.
       ThreadState* ts = CurrentThread();
@@ -148,11 +148,12 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Pcontrol(const int level, 
   return PMPI_Pcontrol(level);
 }
 
+#define INVMW_EXPORT __attribute__((visibility("default")))
 #define INVMW_FORTRAN_ALIASES(lower, upper, params, args) \
-  void lower##_ params { lower##_impl args; }             \
-  void lower##__ params { lower##_impl args; }            \
-  void lower params { lower##_impl args; }                \
-  void upper params { lower##_impl args; }
+  INVMW_EXPORT void lower##_ params { lower##_impl args; }  \
+  INVMW_EXPORT void lower##__ params { lower##_impl args; } \
+  INVMW_EXPORT void lower params { lower##_impl args; }     \
+  INVMW_EXPORT void upper params { lower##_impl args; }
 
 static void mpi_init_impl(MPI_Fint* ierr) { FortranInit(ierr); }
 static void mpi_init_thread_impl(MPI_Fint* r, MPI_Fint* p, MPI_Fint* ierr) {
@@ -172,22 +173,22 @@ INVMW_FORTRAN_ALIASES(mpi_abort, MPI_ABORT, (MPI_Fint * c, MPI_Fint* e, MPI_Fint
 INVMW_FORTRAN_ALIASES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level, MPI_Fint* ierr), (level, ierr))
 
 // mpi_f08 entry points of the same five.
-void mpi_init_f08_(MPI_Fint* ierr) {
+INVMW_EXPORT void mpi_init_f08_(MPI_Fint* ierr) {
   MPI_Fint e = 0;
   FortranInit(&e);
   if (ierr) *ierr = e;
 }
-void mpi_init_thread_f08_(MPI_Fint* r, MPI_Fint* p, MPI_Fint* ierr) {
+INVMW_EXPORT void mpi_init_thread_f08_(MPI_Fint* r, MPI_Fint* p, MPI_Fint* ierr) {
   MPI_Fint e = 0;
   FortranInitThread(r, p, &e);
   if (ierr) *ierr = e;
 }
-void mpi_finalize_f08_(MPI_Fint* ierr) {
+INVMW_EXPORT void mpi_finalize_f08_(MPI_Fint* ierr) {
   MPI_Fint e = 0;
   FortranFinalize(&e);
   if (ierr) *ierr = e;
 }
-void mpi_abort_f08_(MPI_Fint* c, MPI_Fint* code, MPI_Fint* ierr) {
+INVMW_EXPORT void mpi_abort_f08_(MPI_Fint* c, MPI_Fint* code, MPI_Fint* ierr) {
   MPI_Fint e = 0;
   FortranAbort(c, code, &e);
   if (ierr) *ierr = e;

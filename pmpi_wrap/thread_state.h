@@ -28,11 +28,14 @@ struct FuncStats {
 
 struct ThreadState {
   FuncStats stats[kNumFuncs];
-  // One-entry datatype size cache: most codes send one type in a loop. Invalidated through a
+  // Direct-mapped datatype size cache: codes alternate a few types. Invalidated through a
   // global epoch bumped by MPI_Type_free, since a freed handle can be reused for a new type.
-  MPI_Datatype cached_type;
-  int64_t cached_type_size;
-  uint64_t cached_type_epoch;
+  static constexpr int kTypeCache = 16;
+  struct TypeEntry {
+    MPI_Datatype type;
+    int64_t size;
+    uint64_t epoch;
+  } type_cache[kTypeCache];
   int index;
 };
 
@@ -50,6 +53,12 @@ extern INVMW_TLS ThreadState* tls_state;
 // Set while a recorded call runs on this thread: calls the MPI library makes to MPI_* from
 // inside (MPICH's Fortran layer, ROMIO) then pass through uncounted.
 extern INVMW_TLS bool tls_in_call;
+
+inline int TypeCacheSlot(MPI_Datatype t) {
+  uint64_t k = 0;
+  __builtin_memcpy(&k, &t, sizeof t < sizeof k ? sizeof t : sizeof k);
+  return int((k * 0x9E3779B97F4A7C15ull) >> 60);
+}
 
 inline ThreadState* CurrentThread() { return tls_state ? tls_state : AttachThread(); }
 

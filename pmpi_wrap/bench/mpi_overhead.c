@@ -1,0 +1,73 @@
+/* mpi_overhead: microbenchmarks whose difference with and without the invmw preload is the
+ * cost invmw adds per MPI call. Run on exactly 2 ranks (one per core) over shared memory.
+ *
+ * Prints one line per benchmark: "<name> <nanoseconds per unit>", where the unit is a half
+ * round trip for the ping-pongs (one send and one receive on each rank's critical path, i.e.
+ * one wrapped call per rank), and one call for the others.
+ *
+ * usage: mpi_overhead [iterations] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double pingpong(int rank, int bytes, int iters) {
+  char buf[8] = {0};
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      MPI_Send(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+  }
+  return (MPI_Wtime() - t0) * 1e9 / (2.0 * iters);
+}
+
+static double exchange(int rank, int iters) {
+  double out = rank, in = 0;
+  MPI_Request req[2];
+  int peer = 1 - rank;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    MPI_Irecv(&in, 1, MPI_DOUBLE, peer, 1, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&out, 1, MPI_DOUBLE, peer, 1, MPI_COMM_WORLD, &req[1]);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+  }
+  return (MPI_Wtime() - t0) * 1e9 / (3.0 * iters); /* three calls per iteration */
+}
+
+static double allreduce(int iters) {
+  double x = 1, y = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return (MPI_Wtime() - t0) * 1e9 / iters;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0) fprintf(stderr, "mpi_overhead: run on exactly 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int iters = argc > 1 ? atoi(argv[1]) : 200000;
+  pingpong(rank, 0, iters / 10); /* warm-up */
+  double r[4];
+  r[0] = pingpong(rank, 0, iters);
+  r[1] = pingpong(rank, 8, iters);
+  r[2] = exchange(rank, iters);
+  r[3] = allreduce(iters);
+  if (rank == 0) {
+    printf("pingpong_0B %.2f\npingpong_8B %.2f\nisend_irecv_waitall %.2f\nallreduce_8B %.2f\n",
+           r[0], r[1], r[2], r[3]);
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Added cost of the invmw preload per MPI call (the issue's benchmark).
+
+Runs bench/mpi_overhead on 2 ranks over shared memory in interleaved rounds: without the
+preload, with it (profile), and with it and tracing when tracing is available, so that machine
+noise hits every configuration alike. Prints, per microbenchmark, the median over the rounds of
+each configuration, and the difference (ns) and ratio against no preload.
+
+usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overhead
+                   [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run(args, env_extra, preload):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+    env.update(env_extra)
+    cmd = [args.launcher, '-np', '2', '--bind-to', 'core']
+    if preload:
+        out = tempfile.mkdtemp(prefix='invmw-bench-')
+        cmd += ['-x', f'LD_PRELOAD={args.lib}', '-x', f'INVMW_OUTPUT_DIR={out}',
+                '-x', 'INVMW_RUNTIME_QUIET=1']
+        for k in env_extra:
+            cmd += ['-x', k]
+    cmd += [args.bench, str(args.iters)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        sys.exit(f'benchmark failed: {" ".join(cmd)}\n{res.stderr}')
+    values = {}
+    for line in res.stdout.splitlines():
+        name, ns = line.split()
+        values[name] = float(ns)
+    return values
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--lib', required=True)
+    ap.add_argument('--bench', required=True)
+    ap.add_argument('--launcher', default='mpirun.openmpi')
+    ap.add_argument('--rounds', type=int, default=7)
+    ap.add_argument('--iters', type=int, default=200000)
+    ap.add_argument('--trace', action='store_true', help='also measure with INVMW_TRACE_ENABLE=1')
+    args = ap.parse_args()
+    configs = [('none', {}, False), ('profile', {}, True)]
+    if args.trace:
+        configs.append(('trace', {'INVMW_TRACE_ENABLE': '1'}, True))
+    results = {name: [] for name, _, _ in configs}
+    for r in range(args.rounds):
+        for name, extra, preload in configs:
+            results[name].append(run(args, extra, preload))
+        print(f'round {r + 1}/{args.rounds} done', file=sys.stderr)
+    benches = list(results['none'][0].keys())
+    med = {c: {b: statistics.median(x[b] for x in results[c]) for b in benches} for c in results}
+    print(f'invmw preload overhead: {args.rounds} interleaved rounds x {args.iters} iterations, '
+          f'2 ranks, shared memory; medians in ns per unit')
+    header = f'{"benchmark":22} {"none":>9}'
+    for c in results:
+        if c != 'none':
+            header += f' {c:>9} {"+ns":>8} {"ratio":>6}'
+    print(header)
+    for b in benches:
+        line = f'{b:22} {med["none"][b]:9.1f}'
+        for c in results:
+            if c == 'none':
+                continue
+            d = med[c][b] - med['none'][b]
+            line += f' {med[c][b]:9.1f} {d:8.1f} {med[c][b] / med["none"][b]:6.3f}'
+        print(line)
+    print('units: ping-pong = one half round trip (one wrapped call per rank on the critical '
+          'path); others = one call')
+
+
+if __name__ == '__main__':
+    main()
