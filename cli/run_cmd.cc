@@ -180,6 +180,7 @@ int Run(int argc, char** argv) {
     size_t eq = e.find('=');
     vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
+  if (quiet) vars.emplace_back("INVMW_RUNTIME_QUIET", "1");
   for (const auto& v : config::Variables())
     if (const char* val = std::getenv(v.name); val && std::string(v.name) != "INVMW_OUTPUT_DIR") {
       bool given = false;

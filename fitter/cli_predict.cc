@@ -26,8 +26,8 @@ int RunPredict(int argc, char** argv) {
       "(transfer = \"table\") and the reference's calibrated compute parameters are scaled\n"
       "by kernel-time or compute-rate ratios; the output says where every value came from.");
   args.Option("--model", "MODEL", &model_name, "built-in model name or file")
-      .Repeated("--platform", "P", &platforms, "platform table name or file (repeatable)")
-      .Repeated("--set", "F=V", &sets, "application factor value (repeatable)")
+      .Repeated("--platform", "P", &platforms, "platform table name or file")
+      .Repeated("--set", "F=V", &sets, "application factor value")
       .Option("--sweep", "F=A..B", &sweep_text, "factor to vary: A..B, A..B:STEP or V1,V2,...")
       .Option("--reference", "TABLE", &reference, "calibrated table to transfer from")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
