@@ -38,15 +38,60 @@ void Call::Start(int n, const MPI_Request* reqs) {
     if (r->kind == ReqKind::kSend) sent += r->bytes;
   }
   Finish(sent, 0);
+  if (ts_->trace) EmitRecord(sent, 0, kPeerNone, -1, 0, 0, kPeerNone, -1, trace::kCall);
+}
+
+void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t comm_id,
+                      uint64_t req, int peer2, int tag2, uint8_t type) {
+  trace::EventRecord e;
+  e.t_enter = TraceTime(t0_);
+  e.t_leave = TraceTime(t1_);
+  e.bytes_sent = sent;
+  e.bytes_recv = recv;
+  e.request = req;
+  e.peer = peer;
+  e.tag = tag;
+  e.comm = comm_id;
+  e.func = uint16_t(f_);
+  e.type = type;
+  e.flags = 0;
+  e.peer2 = peer2;
+  e.tag2 = tag2;
+  ts_->trace->Push(e);
 }
 
 void Call::Completed(MPI_Request handle, const MPI_Status* st) {
   ReqInfo* r = FindRequest(handle);
   if (!r) return;
+  int cancelled = 0;
+  uint64_t got = 0;
   if (r->kind == ReqKind::kRecv && st) {
-    int cancelled = 0;
     PMPI_Test_cancelled(st, &cancelled);
-    if (!cancelled) ts_->stats[r->func].bytes_recv += StatusBytes(st);
+    if (!cancelled) ts_->stats[r->func].bytes_recv += got = StatusBytes(st);
+  }
+  if (ts_->trace) {
+    // Placed before this Wait/Test's own record: the converter puts it inside that call.
+    trace::EventRecord e{};
+    e.t_enter = e.t_leave = TraceTime(clock::Ticks());
+    e.request = r->id;
+    e.func = r->func;
+    e.type = cancelled ? trace::kCancelled : trace::kCompletion;
+    e.flags = uint8_t((r->persistent ? trace::kFlagPersistent : 0) |
+                      (r->peer == kPeerNone && r->kind == ReqKind::kRecv ? trace::kFlagAnySource
+                                                                         : 0));
+    e.comm = r->comm == MPI_COMM_NULL ? 0xffffffffu : LookupComm(r->comm)->id;
+    if (r->kind == ReqKind::kRecv && st) {
+      e.bytes_sent = got;
+      e.peer = PeerOf(r->comm, st->MPI_SOURCE);
+      e.tag = st->MPI_TAG;
+    } else {
+      e.bytes_sent = r->kind == ReqKind::kSend ? r->bytes : 0;
+      e.peer = r->peer;
+      e.tag = r->tag;
+    }
+    e.peer2 = kPeerNone;
+    e.tag2 = -1;
+    ts_->trace->Push(e);
   }
   if (r->persistent) r->active = false;
   else ForgetRequest(handle);
@@ -55,6 +100,7 @@ void Call::Completed(MPI_Request handle, const MPI_Status* st) {
 void Call::CompleteOne(MPI_Request before, int done, const MPI_Status* st) {
   if (done) Completed(before, st);
   Finish(0, 0);
+  CompletionRecord(done != 0);
 }
 
 void Call::CompleteAll(const RequestSnapshot& before, int done, const MPI_Status* sts) {
@@ -62,6 +108,7 @@ void Call::CompleteAll(const RequestSnapshot& before, int done, const MPI_Status
     for (int i = 0; i < before.size(); ++i)
       if (before[i] != MPI_REQUEST_NULL) Completed(before[i], sts ? &sts[i] : nullptr);
   Finish(0, 0);
+  CompletionRecord(done != 0);
 }
 
 void Call::CompleteIndex(const RequestSnapshot& before, int done, int index,
@@ -69,6 +116,7 @@ void Call::CompleteIndex(const RequestSnapshot& before, int done, int index,
   if (done && index != MPI_UNDEFINED && index >= 0 && index < before.size())
     Completed(before[index], st);
   Finish(0, 0);
+  CompletionRecord(done != 0);
 }
 
 void Call::CompleteSome(const RequestSnapshot& before, int outcount, const int* indices,
@@ -79,11 +127,12 @@ void Call::CompleteSome(const RequestSnapshot& before, int outcount, const int* 
       if (i >= 0 && i < before.size()) Completed(before[i], sts ? &sts[k] : nullptr);
     }
   Finish(0, 0);
+  CompletionRecord(outcount != MPI_UNDEFINED && outcount > 0);
 }
 
 void Call::RequestFree(MPI_Request before) {
   ForgetRequest(before);
-  Finish(0, 0);
+  Leave();
 }
 
 int64_t TypeSizeSlow(MPI_Datatype type) {

@@ -18,6 +18,8 @@
 #include "pmpi_wrap/runtime.h"
 #include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/thread_state.h"
+#include "pmpi_wrap/trace_buffer.h"
+#include "pmpi_wrap/trace_runtime.h"
 
 namespace invmw::wrap {
 
@@ -41,95 +43,144 @@ class Call {
   bool on() const { return on_; }
 
   // --- recording methods, one per kind of call (see gen_wrappers.py) ---
-  void Leave() { Finish(0, 0); }
-  void Failed(int /*rc*/) { Finish(0, 0); }
+  void Leave() {
+    Finish(0, 0);
+    if (ts_->trace) EmitRecord(0, 0, kPeerNone, -1, 0, 0, kPeerNone, -1, trace::kCall);
+  }
+  void Failed(int /*rc*/) { Leave(); }
 
   template <typename N>
   void Send(N count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-    Finish(dest == MPI_PROC_NULL ? 0 : TypeBytes(count, type), 0);
+    uint64_t b = dest == MPI_PROC_NULL ? 0 : TypeBytes(count, type);
+    Finish(b, 0);
+    if (ts_->trace) Emit(b, 0, PeerOf(comm, dest), tag, comm);
   }
-  void Recv(const MPI_Status* st, MPI_Comm comm) { Finish(0, StatusBytes(st)); }
+  void Recv(const MPI_Status* st, MPI_Comm comm) {
+    uint64_t b = StatusBytes(st);
+    Finish(0, b);
+    if (ts_->trace) Emit(0, b, SourceOf(comm, st), st->MPI_TAG, comm);
+  }
   template <typename N>
   void Sendrecv(N scount, MPI_Datatype stype, int dest, int stag, const MPI_Status* st,
                 MPI_Comm comm) {
-    Finish(dest == MPI_PROC_NULL ? 0 : TypeBytes(scount, stype), StatusBytes(st));
+    uint64_t b = dest == MPI_PROC_NULL ? 0 : TypeBytes(scount, stype), r = StatusBytes(st);
+    Finish(b, r);
+    if (ts_->trace) Emit(b, r, PeerOf(comm, dest), stag, comm, 0, SourceOf(comm, st), st->MPI_TAG);
   }
-  void Probe(int flag, const MPI_Status* st, MPI_Comm comm) { Finish(0, 0); }
+  void Probe(int flag, const MPI_Status* st, MPI_Comm comm) {
+    Finish(0, 0);
+    if (ts_->trace) {
+      if (flag) Emit(0, 0, SourceOf(comm, st), st->MPI_TAG, comm);
+      else Emit(0, 0, kPeerNone, -1, comm, 0, kPeerNone, -1, trace::kTestFail);
+    }
+  }
   void Mprobe(int flag, MPI_Message msg, const MPI_Status* st, MPI_Comm comm) {
     if (flag) RememberMessage(msg, comm);
-    Finish(0, 0);
+    Probe(flag, st, comm);
   }
-  void Mrecv(MPI_Message msg, const MPI_Status* st) { Finish(0, StatusBytes(st)); }
+  void Mrecv(MPI_Message msg, const MPI_Status* st) {
+    uint64_t b = StatusBytes(st);
+    Finish(0, b);
+    if (ts_->trace) {
+      MPI_Comm comm = MessageComm(msg);
+      Emit(0, b, comm == MPI_COMM_NULL ? kPeerNone : SourceOf(comm, st), st->MPI_TAG, comm);
+    }
+  }
 
   template <typename N>
   void Isend(N count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request req,
              bool persistent) {
     uint64_t bytes = dest == MPI_PROC_NULL ? 0 : TypeBytes(count, type);
-    Track(req, ReqKind::kSend, bytes, comm, PeerOf(comm, dest), tag, persistent);
+    uint64_t id = Track(req, ReqKind::kSend, bytes, comm, PeerOf(comm, dest), tag, persistent);
     Finish(persistent ? 0 : bytes, 0);
+    if (ts_->trace) Emit(persistent ? 0 : bytes, 0, PeerOf(comm, dest), tag, comm, id);
   }
   template <typename N>
   void Irecv(N count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request req,
              bool persistent) {
-    Track(req, ReqKind::kRecv, TypeBytes(count, type), comm,
-          source == MPI_ANY_SOURCE ? kPeerNone : PeerOf(comm, source), tag, persistent);
+    int peer = source == MPI_ANY_SOURCE ? kPeerNone : PeerOf(comm, source);
+    uint64_t id = Track(req, ReqKind::kRecv, TypeBytes(count, type), comm, peer, tag, persistent);
     Finish(0, 0);
+    if (ts_->trace) Emit(0, 0, peer, tag, comm, id);
   }
   template <typename N>
   void Imrecv(N count, MPI_Datatype type, MPI_Message msg, MPI_Request req) {
-    Track(req, ReqKind::kRecv, TypeBytes(count, type), MessageComm(msg), kPeerNone, -1, false);
+    MPI_Comm comm = MessageComm(msg);
+    uint64_t id = Track(req, ReqKind::kRecv, TypeBytes(count, type), comm, kPeerNone, -1, false);
     Finish(0, 0);
+    if (ts_->trace) Emit(0, 0, kPeerNone, -1, comm, id);
   }
   void Start(int n, const MPI_Request* reqs);
 
   void CompleteOne(MPI_Request before, int done, const MPI_Status* st);
+  // Record of a Wait/Test call itself: a failed test is marked so it can be coalesced.
+  void CompletionRecord(bool success) {
+    if (ts_->trace)
+      EmitRecord(0, 0, kPeerNone, -1, 0, 0, kPeerNone, -1,
+                 success ? trace::kCall : trace::kTestFail);
+  }
   void CompleteAll(const RequestSnapshot& before, int done, const MPI_Status* sts);
   void CompleteIndex(const RequestSnapshot& before, int done, int index, const MPI_Status* st);
   void CompleteSome(const RequestSnapshot& before, int outcount, const int* indices,
                     const MPI_Status* sts);
   void RequestFree(MPI_Request before);
 
-  void Coll(const CollBytes& b) { Finish(b.sent, b.recv); }
-  void CollReq(MPI_Request req, const CollBytes& b) {
-    Track(req, ReqKind::kCollective, b.sent + b.recv, b.comm, b.root, -1, false);
+  void Coll(const CollBytes& b) {
     Finish(b.sent, b.recv);
+    if (ts_->trace) Emit(b.sent, b.recv, b.root, -1, b.comm);
+  }
+  void CollReq(MPI_Request req, const CollBytes& b) {
+    uint64_t id = Track(req, ReqKind::kCollective, b.sent + b.recv, b.comm, b.root, -1, false);
+    Finish(b.sent, b.recv);
+    if (ts_->trace) Emit(b.sent, b.recv, b.root, -1, b.comm, id);
   }
 
   void CommNew(MPI_Comm newcomm) {
     if (newcomm != MPI_COMM_NULL) RegisterComm(newcomm);
     Finish(0, 0);
+    if (ts_->trace) Emit(0, 0, kPeerNone, -1, newcomm);
   }
   void CommNewPending(MPI_Comm* newcomm, MPI_Request req) {
     Track(req, ReqKind::kOther, 0, MPI_COMM_NULL, kPeerNone, -1, false);
-    Finish(0, 0);
+    Leave();
   }
   void CommFree(MPI_Comm before) {
+    uint32_t id = ts_->trace ? LookupComm(before)->id : 0;
     ForgetComm(before);
     Finish(0, 0);
+    if (ts_->trace) EmitRecord(0, 0, kPeerNone, -1, id, 0, kPeerNone, -1, trace::kCall);
   }
   void TypeFreed() {
     g.type_epoch.fetch_add(1, std::memory_order_relaxed);
-    Finish(0, 0);
+    Leave();
   }
   void WinNew(MPI_Win win) {
     RegisterWin(win);
-    Finish(0, 0);
+    Leave();
   }
   void WinFree(MPI_Win before) {
     ForgetWin(before);
-    Finish(0, 0);
+    Leave();
   }
-  void Rma(uint64_t sent, uint64_t recv, int target, MPI_Win win) { Finish(sent, recv); }
-  void RmaReq(MPI_Request req, uint64_t sent, uint64_t recv, int target, MPI_Win win) {
-    Track(req, ReqKind::kRma, sent + recv, MPI_COMM_NULL, WinTargetWorldRank(win, target), -1,
-          false);
+  void Rma(uint64_t sent, uint64_t recv, int target, MPI_Win win) {
     Finish(sent, recv);
+    if (ts_->trace) Emit(sent, recv, WinTargetWorldRank(win, target), -1, MPI_COMM_NULL);
+  }
+  void RmaReq(MPI_Request req, uint64_t sent, uint64_t recv, int target, MPI_Win win) {
+    uint64_t id = Track(req, ReqKind::kRma, sent + recv, MPI_COMM_NULL,
+                        WinTargetWorldRank(win, target), -1, false);
+    Finish(sent, recv);
+    if (ts_->trace) Emit(sent, recv, WinTargetWorldRank(win, target), -1, MPI_COMM_NULL, id);
   }
   // MPI-IO: bytes read count as received, bytes written as sent.
-  void Io(uint64_t read, uint64_t written) { Finish(written, read); }
-  void IoReq(MPI_Request req, uint64_t read, uint64_t written) {
-    Track(req, ReqKind::kIo, read + written, MPI_COMM_NULL, kPeerNone, -1, false);
+  void Io(uint64_t read, uint64_t written) {
     Finish(written, read);
+    if (ts_->trace) Emit(written, read, kPeerNone, -1, MPI_COMM_NULL);
+  }
+  void IoReq(MPI_Request req, uint64_t read, uint64_t written) {
+    uint64_t id = Track(req, ReqKind::kIo, read + written, MPI_COMM_NULL, kPeerNone, -1, false);
+    Finish(written, read);
+    if (ts_->trace) Emit(written, read, kPeerNone, -1, MPI_COMM_NULL, id);
   }
 
  private:
@@ -150,11 +201,26 @@ class Call {
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0) return 0;
     return uint64_t(n);
   }
-  void Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer, int tag,
-             bool persistent) {
-    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent};
+  uint64_t Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer,
+                 int tag, bool persistent) {
+    uint64_t id = g.next_request_id.fetch_add(1, std::memory_order_relaxed);
+    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id};
     TrackRequest(req, info);
+    return id;
   }
+  static int SourceOf(MPI_Comm comm, const MPI_Status* st) {
+    return st ? PeerOf(comm, st->MPI_SOURCE) : kPeerNone;
+  }
+  static uint32_t CommId(MPI_Comm comm) {
+    return comm == MPI_COMM_NULL ? 0xffffffffu : LookupComm(comm)->id;
+  }
+  // The trace record of this call (only when tracing; after Finish, which took the leave time).
+  void Emit(uint64_t sent, uint64_t recv, int peer, int tag, MPI_Comm comm, uint64_t req = 0,
+            int peer2 = kPeerNone, int tag2 = -1, uint8_t type = trace::kCall) {
+    EmitRecord(sent, recv, peer, tag, CommId(comm), req, peer2, tag2, type);
+  }
+  void EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t comm_id,
+                  uint64_t req, int peer2, int tag2, uint8_t type);
   // Processes one completed request (status may be null for sends).
   void Completed(MPI_Request handle, const MPI_Status* st);
   void RememberMessage(MPI_Message msg, MPI_Comm comm);
@@ -169,12 +235,14 @@ class Call {
     s.bytes_sent += sent;
     s.bytes_recv += recv;
     s.hist[raw::HistBin(sent + recv)]++;
+    t1_ = t0_ + dt;
   }
 
   FuncId f_;
   bool on_ = false;
   ThreadState* ts_ = nullptr;
   uint64_t t0_ = 0;
+  uint64_t t1_ = 0;
 };
 
 }  // namespace invmw::wrap

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "pmpi_wrap/runtime.h"
+#include "pmpi_wrap/trace_runtime.h"
 
 namespace invmw::wrap {
 namespace {
@@ -153,6 +154,7 @@ void RegisterComm(MPI_Comm comm) {
     return;
   }
   Insert(g_comms, Key(comm), ci);
+  if (g.trace_on) TraceCommDefined(ci);
 }
 
 void ForgetComm(MPI_Comm comm) {

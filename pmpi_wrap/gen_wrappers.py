@@ -469,6 +469,7 @@ def gen(args):
         h.write('  kNumFuncs\n};\n'
                 'extern const char* const kFuncNames[kNumFuncs];\n'
                 'extern const char* const kFuncClasses[kNumFuncs];\n'
+                'extern const char* const kFuncKinds[kNumFuncs];\n'
                 f'constexpr const char* kMpiFlavor = "{args.flavor}";\n'
                 '}  // namespace invmw::wrap\n')
     with open(os.path.join(out, 'function_table.cc'), 'w') as c:
@@ -480,6 +481,9 @@ def gen(args):
         c.write('};\nconst char* const kFuncClasses[kNumFuncs] = {\n')
         for name, kind, _, _ in entries:
             c.write(f'  "{func_class(name, kind)}",\n')
+        c.write('};\nconst char* const kFuncKinds[kNumFuncs] = {\n')
+        for name, kind, _, _ in entries:
+            c.write(f'  "{kind}",\n')
         c.write('};\n}  // namespace invmw::wrap\n')
 
     # ---- C wrappers ----

@@ -28,6 +28,7 @@ struct ReqInfo {
   ReqKind kind;
   bool persistent;
   bool active;  // persistent requests: started and not yet completed
+  uint64_t id;  // invmw's id of the request (trace records refer to it)
 };
 
 // Stores info for a new request handle (overwriting a stale entry for a reused handle).

@@ -21,6 +21,7 @@
 #include "pmpi_wrap/fortran.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/thread_state.h"
+#include "pmpi_wrap/trace_runtime.h"
 
 extern "C" char invmw_mpi_mismatch;
 
@@ -64,6 +65,7 @@ void SaveRawDump(uint32_t reason, int sig) {
   if (!g.initialized || g.finalized || !g_dump_buf) return;
   if (g_dumped.exchange(true)) return;
   SetRecording(false);
+  if (g.trace_on) TraceSaveFromSignal();
   size_t n = FillRawDump(reason, sig, g_dump_buf, g_dump_cap);
   int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
@@ -211,6 +213,7 @@ ThreadState* AttachThread() {
   }
   ts->index = idx;
   // Epoch 0 never matches (the global epoch starts at 1), so the calloc'ed cache is empty.
+  if (g.trace_on) TraceAttachThread(ts);
   g_threads[idx].store(ts, std::memory_order_release);
   tls_state = ts;
   return ts;
@@ -346,6 +349,16 @@ void OnInit(uint64_t enter_ticks) {
 
   InitCommTable();
   InitFortranSentinels();
+  if (g.cfg.TRACE_ON_FULL == "stop") {
+    g.trace_flush_on_full = false;
+  } else if (g.cfg.TRACE_ON_FULL != "flush") {
+    Warn("INVMW_TRACE_ON_FULL=" + g.cfg.TRACE_ON_FULL + ": expected flush or stop; using flush");
+  }
+  // Every rank must agree: TraceInit exchanges clock-sync messages with rank 0.
+  int trace_ok = g.cfg.TRACE_ENABLE && !g.output_dir.empty() ? 1 : 0, all_trace = 0;
+  PMPI_Allreduce(&trace_ok, &all_trace, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  g.trace_on = all_trace != 0;
+  if (g.trace_on) TraceInit();
 
   if (g.rank == 0 && !g.output_dir.empty()) {
     g_meta.invmw_version = INVMW_VERSION;
@@ -366,6 +379,7 @@ void OnInit(uint64_t enter_ticks) {
 void OnFinalize() {
   if (!g.initialized || g.finalized) return;
   SetRecording(false);
+  if (g.trace_on) TraceFinalize();
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
     g.finalized = true;
     return;

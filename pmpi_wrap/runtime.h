@@ -27,6 +27,9 @@ struct Runtime {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> dropped_threads{0};
   std::atomic<uint64_t> dropped_requests{0};
+  std::atomic<uint64_t> next_request_id{1};
+  bool trace_on = false;             // INVMW_TRACE_ENABLE and a usable output directory
+  bool trace_flush_on_full = true;   // INVMW_TRACE_ON_FULL=flush
 
   // Set at MPI_Init.
   bool initialized = false;

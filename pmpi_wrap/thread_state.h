@@ -17,6 +17,8 @@
 
 namespace invmw::wrap {
 
+class TraceBuffer;
+
 struct FuncStats {
   uint64_t calls;
   uint64_t ticks;
@@ -37,6 +39,7 @@ struct ThreadState {
     uint64_t epoch;
   } type_cache[kTypeCache];
   int index;
+  TraceBuffer* trace;  // this thread's event ring; null when not tracing
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the

@@ -1,0 +1,179 @@
+#include "pmpi_wrap/trace_buffer.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/clock.h"
+#include "pmpi_wrap/runtime.h"
+
+namespace invmw::wrap {
+namespace {
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+constexpr int kMaxBuffers = 4096;
+std::atomic<TraceBuffer*> g_buffers[kMaxBuffers];
+std::atomic<int> g_nbuffers{0};
+
+std::mutex g_writer_mutex;
+std::condition_variable g_writer_cv;
+bool g_writer_stop = false;
+bool g_writer_nudged = false;
+std::thread* g_writer = nullptr;
+
+}  // namespace
+
+TraceBuffer::TraceBuffer(uint32_t capacity, int fd) : fd_(fd) {
+  uint32_t cap = 1024;
+  while (cap < capacity && cap < (1u << 30)) cap <<= 1;
+  capacity_ = cap;
+  mask_ = cap - 1;
+  ring_ = static_cast<trace::EventRecord*>(std::calloc(cap, sizeof(trace::EventRecord)));
+  if (!ring_) capacity_ = 0;  // every Push then takes the full path and counts a drop
+}
+
+uint64_t TraceBuffer::DrainLocked() {
+  uint64_t t = tail_.load(std::memory_order_relaxed);
+  uint64_t h = head_.load(std::memory_order_acquire);
+  uint64_t n = h - t;
+  if (n == 0 || fd_ < 0) return 0;
+  // The stretch [t, h) may wrap around the end of the ring: write it in at most two pieces.
+  uint64_t first = t & mask_;
+  uint64_t part = std::min<uint64_t>(n, capacity_ - first);
+  bool ok = WriteAll(fd_, ring_ + first, part * sizeof(trace::EventRecord));
+  if (ok && part < n) ok = WriteAll(fd_, ring_, (n - part) * sizeof(trace::EventRecord));
+  if (!ok) g.errors.fetch_add(1, std::memory_order_relaxed);
+  tail_.store(h, std::memory_order_release);
+  written_.fetch_add(n, std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t TraceBuffer::Drain() {
+  std::lock_guard<std::mutex> lock(drain_mutex_);
+  return DrainLocked();
+}
+
+void TraceBuffer::DrainFromSignal() {
+  // The writer thread may hold the lock mid-write; try once, and if it is busy write anyway:
+  // a duplicated stretch is better than a lost one, and the converter drops exact duplicates.
+  bool locked = drain_mutex_.try_lock();
+  DrainLocked();
+  if (locked) drain_mutex_.unlock();
+}
+
+bool TraceBuffer::PushFull(const trace::EventRecord& r) {
+  if (capacity_ == 0 || !g.trace_flush_on_full) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Flush inside the call: write the ring out, and say so in the trace.
+  trace::EventRecord mark{};
+  mark.type = trace::kFlush;
+  mark.t_enter = clock::Ticks();
+  {
+    std::lock_guard<std::mutex> lock(drain_mutex_);
+    DrainLocked();
+  }
+  mark.t_leave = clock::Ticks();
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t h = head_.load(std::memory_order_relaxed);
+  ring_[h & mask_] = mark;
+  ring_[(h + 1) & mask_] = r;
+  head_.store(h + 2, std::memory_order_release);
+  return true;
+}
+
+void RegisterTraceBuffer(TraceBuffer* b) {
+  int i = g_nbuffers.fetch_add(1);
+  if (i < kMaxBuffers) g_buffers[i].store(b, std::memory_order_release);
+}
+
+void DrainAllTraceBuffers(bool from_signal) {
+  int n = std::min(g_nbuffers.load(), kMaxBuffers);
+  for (int i = 0; i < n; ++i) {
+    TraceBuffer* b = g_buffers[i].load(std::memory_order_acquire);
+    if (!b) continue;
+    if (from_signal)
+      b->DrainFromSignal();
+    else
+      b->Drain();
+  }
+}
+
+uint64_t TotalDroppedEvents() {
+  uint64_t d = 0;
+  int n = std::min(g_nbuffers.load(), kMaxBuffers);
+  for (int i = 0; i < n; ++i)
+    if (TraceBuffer* b = g_buffers[i].load()) d += b->dropped();
+  return d;
+}
+
+uint64_t TotalFlushes() {
+  uint64_t d = 0;
+  int n = std::min(g_nbuffers.load(), kMaxBuffers);
+  for (int i = 0; i < n; ++i)
+    if (TraceBuffer* b = g_buffers[i].load()) d += b->flushes();
+  return d;
+}
+
+void NudgeTraceWriter() {
+  {
+    std::lock_guard<std::mutex> lock(g_writer_mutex);
+    g_writer_nudged = true;
+  }
+  g_writer_cv.notify_one();
+}
+
+void StartTraceWriter(double interval_s) {
+  if (g_writer) return;
+  g_writer_stop = false;
+  auto period = std::chrono::microseconds(int64_t(interval_s * 1e6));
+  // The writer must not receive the application's signals (they belong to its threads).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  g_writer = new std::thread([period] {
+    std::unique_lock<std::mutex> lock(g_writer_mutex);
+    while (!g_writer_stop) {
+      g_writer_cv.wait_for(lock, period, [] { return g_writer_stop || g_writer_nudged; });
+      g_writer_nudged = false;
+      lock.unlock();
+      DrainAllTraceBuffers(false);
+      lock.lock();
+    }
+  });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void StopTraceWriter() {
+  if (!g_writer) return;
+  {
+    std::lock_guard<std::mutex> lock(g_writer_mutex);
+    g_writer_stop = true;
+  }
+  g_writer_cv.notify_one();
+  g_writer->join();
+  delete g_writer;
+  g_writer = nullptr;
+  DrainAllTraceBuffers(false);
+}
+
+}  // namespace invmw::wrap

@@ -1,0 +1,199 @@
+#include "pmpi_wrap/trace_runtime.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "pmpi_wrap/profile_report.h"
+#include "pmpi_wrap/runtime.h"
+#include "pmpi_wrap/trace_buffer.h"
+
+namespace invmw::wrap {
+
+bool g_trace_skewed = false;
+
+namespace {
+
+std::mutex g_defs_mutex;
+int g_defs_fd = -1;
+double g_skew_offset_ticks = 0;  // this rank's injected offset, in ticks
+double g_skew_drift = 0;         // this rank's injected drift (ticks per tick)
+MPI_Comm g_sync_comm = MPI_COMM_NULL;
+
+void DefsLine(const nlohmann::json& j) {
+  std::string s = j.dump() + "\n";
+  std::lock_guard<std::mutex> lock(g_defs_mutex);
+  if (g_defs_fd < 0) return;
+  // One write per line: a crash never leaves half a line behind another.
+  if (write(g_defs_fd, s.data(), s.size()) != ssize_t(s.size()))
+    g.errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string RawPath(const char* fmt, int a, int b = 0) {
+  char name[96];
+  std::snprintf(name, sizeof name, fmt, a, b);
+  return g.output_dir + "/raw/" + name;
+}
+
+// Offset of every rank's trace clock to rank 0's: rank 0 ping-pongs each rank `rounds` times;
+// the exchange with the smallest round trip bounds the offset best (its uncertainty is half
+// that round trip). Rank r receives its own result.
+void MeasureClockOffset(const char* phase) {
+  int rounds = int(g.cfg.TRACE_CLOCK_SYNC_ROUNDS);
+  if (rounds < 1) rounds = 1;
+  double result[3] = {0, 0, 0};  // offset_ticks, uncertainty_ticks, local ticks
+  if (g.rank == 0) {
+    for (int r = 1; r < g.world_size; ++r) {
+      double best_rtt = INFINITY, best_off = 0, best_remote = 0;
+      for (int k = 0; k < rounds; ++k) {
+        uint64_t t0 = TraceTime(clock::Ticks());
+        uint64_t remote = 0;
+        PMPI_Send(&t0, 1, MPI_UINT64_T, r, 1, g_sync_comm);
+        PMPI_Recv(&remote, 1, MPI_UINT64_T, r, 2, g_sync_comm, MPI_STATUS_IGNORE);
+        uint64_t t1 = TraceTime(clock::Ticks());
+        double rtt = double(t1 - t0);
+        if (rtt < best_rtt) {
+          best_rtt = rtt;
+          best_off = double(remote) - (double(t0) + double(t1)) / 2;
+          best_remote = double(remote);
+        }
+      }
+      double res[3] = {best_off, best_rtt / 2, best_remote};
+      PMPI_Send(res, 3, MPI_DOUBLE, r, 3, g_sync_comm);
+    }
+    result[2] = double(TraceTime(clock::Ticks()));
+  } else {
+    for (int k = 0; k < rounds; ++k) {
+      uint64_t t = 0;
+      PMPI_Recv(&t, 1, MPI_UINT64_T, 0, 1, g_sync_comm, MPI_STATUS_IGNORE);
+      uint64_t now = TraceTime(clock::Ticks());
+      PMPI_Send(&now, 1, MPI_UINT64_T, 0, 2, g_sync_comm);
+    }
+    PMPI_Recv(result, 3, MPI_DOUBLE, 0, 3, g_sync_comm, MPI_STATUS_IGNORE);
+  }
+  DefsLine({{"type", "clock"},
+            {"phase", phase},
+            {"ticks", uint64_t(result[2])},
+            {"offset_ticks", result[0]},
+            {"uncertainty_ticks", result[1]}});
+}
+
+}  // namespace
+
+uint64_t TraceTicks(uint64_t t) {
+  double dt = double(int64_t(t - g.init_ticks));
+  return uint64_t(int64_t(t) + int64_t(g_skew_offset_ticks + dt * g_skew_drift));
+}
+
+void TraceInit() {
+  if (g.output_dir.empty()) return;
+  g_defs_fd = open(RawPath("defs-%06d.jsonl", g.rank).c_str(),
+                   O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (g_defs_fd < 0) {
+    WarnOnce("cannot write the trace definitions under " + g.output_dir + "/raw; no trace");
+    g.trace_on = false;
+    return;
+  }
+  if (!g.cfg.TRACE_TEST_SKEW.empty()) {
+    double off = 0, drift = 0;
+    if (std::sscanf(g.cfg.TRACE_TEST_SKEW.c_str(), "%lf,%lf", &off, &drift) == 2) {
+      g_skew_offset_ticks = off * g.rank * g.ticks_per_second;
+      g_skew_drift = drift * g.rank;
+      g_trace_skewed = true;
+    } else {
+      WarnOnce("INVMW_TRACE_TEST_SKEW=" + g.cfg.TRACE_TEST_SKEW +
+               ": expected OFFSET_S,DRIFT; ignored");
+    }
+  }
+  DefsLine({{"type", "rank"},
+            {"rank", g.rank},
+            {"world_size", g.world_size},
+            {"host", g.host},
+            {"pid", getpid()},
+            {"flavor", kMpiFlavor},
+            {"ticks_per_second", g.ticks_per_second},
+            {"init_ticks", TraceTime(g.init_ticks)},
+            {"init_realtime_ns", g.init_realtime_ns}});
+  nlohmann::json names = nlohmann::json::array(), kinds = nlohmann::json::array(),
+                 classes = nlohmann::json::array();
+  for (int f = 0; f < kNumFuncs; ++f) {
+    names.push_back(kFuncNames[f]);
+    kinds.push_back(kFuncKinds[f]);
+    classes.push_back(kFuncClasses[f]);
+  }
+  DefsLine({{"type", "functions"}, {"names", names}, {"kinds", kinds}, {"classes", classes}});
+  // Communicators registered before tracing started (world, self).
+  TraceCommDefined(LookupComm(MPI_COMM_WORLD));
+  TraceCommDefined(LookupComm(MPI_COMM_SELF));
+  PMPI_Comm_dup(MPI_COMM_WORLD, &g_sync_comm);
+  MeasureClockOffset("init");
+  StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
+}
+
+void TraceFinalize() {
+  if (g_defs_fd < 0) return;
+  MeasureClockOffset("finalize");
+  PMPI_Comm_free(&g_sync_comm);
+  StopTraceWriter();
+  DefsLine({{"type", "end"},
+            {"reason", "finalize"},
+            {"end_ticks", TraceTime(clock::Ticks())},
+            {"ticks_per_second", g.ticks_per_second},
+            {"dropped_events", TotalDroppedEvents()},
+            {"flushes", TotalFlushes()}});
+}
+
+void TraceSaveFromSignal() {
+  if (g_defs_fd < 0) return;
+  DrainAllTraceBuffers(true);
+}
+
+void TraceAttachThread(ThreadState* ts) {
+  int fd = open(RawPath("events-%06d-%03d.bin", g.rank, ts->index).c_str(),
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    g.errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  trace::EventFileHeader h{};
+  h.magic = trace::kEventMagic;
+  h.version = trace::kEventVersion;
+  h.header_size = sizeof h;
+  h.record_size = sizeof(trace::EventRecord);
+  h.rank = g.rank;
+  h.thread = ts->index;
+  if (write(fd, &h, sizeof h) != ssize_t(sizeof h)) g.errors.fetch_add(1);
+  uint64_t cap = g.cfg.TRACE_BUFFER / sizeof(trace::EventRecord);
+  auto* b = new TraceBuffer(uint32_t(std::min<uint64_t>(cap, 1u << 30)), fd);
+  RegisterTraceBuffer(b);
+  ts->trace = b;
+  DefsLine({{"type", "thread"},
+            {"index", ts->index},
+            {"location", ts->index == 0 ? "main" : "thread " + std::to_string(ts->index)}});
+}
+
+void TraceCommDefined(const CommInfo* ci) {
+  if (g_defs_fd < 0 || !ci || !ci->world) return;
+  nlohmann::json members = nlohmann::json::array(), remote = nlohmann::json::array();
+  for (int i = 0; i < ci->size; ++i) members.push_back(ci->world[i]);
+  nlohmann::json line = {{"type", "comm"},
+                         {"id", ci->id},
+                         {"seq", ci->id},
+                         {"inter", ci->inter},
+                         {"members", members}};
+  if (ci->inter) {
+    for (int i = 0; i < ci->remote_size; ++i) remote.push_back(ci->remote_world[i]);
+    line["remote_members"] = remote;
+  }
+  DefsLine(line);
+}
+
+}  // namespace invmw::wrap

@@ -1,0 +1,35 @@
+// The tracing side of the runtime: per-rank definitions (defs-R.jsonl), per-thread event files,
+// clock offsets to rank 0, and the test-only clock skew. See common/event_format.h for the
+// files and otf2_writer/ for their conversion into an OTF2 archive.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "common/event_format.h"
+#include "pmpi_wrap/comm_table.h"
+#include "pmpi_wrap/thread_state.h"
+
+namespace invmw::wrap {
+
+// After MPI_Init (all ranks): opens defs, writes the rank and function lines, measures the
+// init clock offsets, starts the writer thread.
+void TraceInit();
+// Before the profile is gathered at MPI_Finalize: finalize clock offsets, last drain, end line.
+void TraceFinalize();
+// Abnormal end: drain what the rings hold (async-signal-safe).
+void TraceSaveFromSignal();
+// A thread's first recorded call: its event file and ring.
+void TraceAttachThread(ThreadState* ts);
+// A communicator became known.
+void TraceCommDefined(const CommInfo* ci);
+
+// Trace clock of this rank (ticks, with the test-only skew applied when set).
+uint64_t TraceTicks(uint64_t ticks);
+extern bool g_trace_skewed;
+inline uint64_t TraceTime(uint64_t ticks) {
+  return g_trace_skewed ? TraceTicks(ticks) : ticks;
+}
+
+}  // namespace invmw::wrap
