@@ -22,6 +22,7 @@
 #include "cli/paths.h"
 #include "cli/verb.h"
 #include "common/config.h"
+#include "common/run_dir.h"
 #include "pmpi_wrap/profile_report.h"
 
 namespace invmw::cli {
@@ -75,17 +76,6 @@ std::string ProgramFlavor(const std::string& prog) {
     if (std::strstr(line, "libmpich")) flavor = "mpich";
   pclose(p);
   return flavor;
-}
-
-std::string DefaultOutDir() {
-  time_t now = time(nullptr);
-  struct tm tmv;
-  gmtime_r(&now, &tmv);
-  char buf[64];
-  strftime(buf, sizeof buf, "invmw-%Y%m%d-%H%M%S", &tmv);
-  char out[96];
-  std::snprintf(out, sizeof out, "%s-%06x", buf, unsigned(getpid() * 2654435761u) & 0xffffff);
-  return out;
 }
 
 std::string Absolute(const std::string& p) {
@@ -164,7 +154,7 @@ int Run(int argc, char** argv) {
   }
   lib = Absolute(lib);
 
-  if (out.empty()) out = DefaultOutDir();
+  if (out.empty()) out = DefaultRunDirName();
   out = Absolute(out);
   struct stat st;
   if (stat((out + "/profile.json").c_str(), &st) == 0)

@@ -68,6 +68,18 @@ inline int RootWorld(const CommInfo* ci, int root) {
   return (root >= 0 && root < ci->size) ? ci->world[root] : kPeerNone;
 }
 
+// Start of every rooted collective: the byte record with its root, and whether this rank is the
+// root (false with *participates = false when it takes no part: MPI_PROC_NULL on an
+// intercommunicator).
+inline const CommInfo* Rooted(MPI_Comm comm, int root, CollBytes* b, bool* is_root,
+                              bool* participates) {
+  const CommInfo* ci = LookupComm(comm);
+  b->comm = comm;
+  b->root = RootWorld(ci, root);
+  *is_root = IsRoot(ci, root, participates);
+  return ci;
+}
+
 inline CollBytes Barrier(MPI_Comm comm) {
   CollBytes b;
   b.comm = comm;
@@ -76,12 +88,9 @@ inline CollBytes Barrier(MPI_Comm comm) {
 
 template <typename N>
 CollBytes Bcast(N count, MPI_Datatype type, int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   (is_root ? b.sent : b.recv) = TypeBytes(count, type);
   return b;
@@ -89,12 +98,9 @@ CollBytes Bcast(N count, MPI_Datatype type, int root, MPI_Comm comm) {
 
 template <typename N>
 CollBytes Reduce(const void* sbuf, N count, MPI_Datatype type, int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   uint64_t n = TypeBytes(count, type);
   if (is_root) b.recv = n;
@@ -135,12 +141,9 @@ CollBytes ReduceScatter(const void* sbuf, const N* rcounts, MPI_Datatype type, M
 template <typename N>
 CollBytes Gather(const void* sbuf, N scount, MPI_Datatype stype, N rcount, MPI_Datatype rtype,
                  int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   if (is_root) b.recv = TypeBytes(rcount, rtype) * uint64_t(ci->remote_size);
   if (!(ci->inter && is_root) && !InPlace(sbuf)) b.sent = TypeBytes(scount, stype);
@@ -150,12 +153,9 @@ CollBytes Gather(const void* sbuf, N scount, MPI_Datatype stype, N rcount, MPI_D
 template <typename N, typename C>
 CollBytes Gatherv(const void* sbuf, N scount, MPI_Datatype stype, const C* rcounts,
                   MPI_Datatype rtype, int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   if (is_root) b.recv = SumBytes(rcounts, ci->remote_size, rtype);
   if (!(ci->inter && is_root) && !InPlace(sbuf)) b.sent = TypeBytes(scount, stype);
@@ -165,12 +165,9 @@ CollBytes Gatherv(const void* sbuf, N scount, MPI_Datatype stype, const C* rcoun
 template <typename N>
 CollBytes Scatter(N scount, MPI_Datatype stype, const void* rbuf, N rcount, MPI_Datatype rtype,
                   int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   if (is_root) b.sent = TypeBytes(scount, stype) * uint64_t(ci->remote_size);
   if (!(ci->inter && is_root) && !InPlace(rbuf)) b.recv = TypeBytes(rcount, rtype);
@@ -180,12 +177,9 @@ CollBytes Scatter(N scount, MPI_Datatype stype, const void* rbuf, N rcount, MPI_
 template <typename N, typename C>
 CollBytes Scatterv(const C* scounts, MPI_Datatype stype, const void* rbuf, N rcount,
                    MPI_Datatype rtype, int root, MPI_Comm comm) {
-  const CommInfo* ci = LookupComm(comm);
   CollBytes b;
-  b.comm = comm;
-  b.root = RootWorld(ci, root);
-  bool part;
-  bool is_root = IsRoot(ci, root, &part);
+  bool is_root, part;
+  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   if (is_root) b.sent = SumBytes(scounts, ci->remote_size, stype);
   if (!(ci->inter && is_root) && !InPlace(rbuf)) b.recv = TypeBytes(rcount, rtype);

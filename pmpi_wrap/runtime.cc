@@ -16,6 +16,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/run_dir.h"
 #include "invmw_version.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
@@ -123,18 +124,6 @@ bool MakeDirs(const std::string& path) {
     if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
   }
   return true;
-}
-
-std::string DefaultDirName() {
-  time_t now = time(nullptr);
-  struct tm tmv;
-  gmtime_r(&now, &tmv);
-  char buf[64];
-  strftime(buf, sizeof buf, "invmw-%Y%m%d-%H%M%S", &tmv);
-  unsigned id = unsigned(clock::Ticks() ^ (uint64_t(getpid()) << 16)) & 0xffffff;
-  char out[96];
-  std::snprintf(out, sizeof out, "%s-%06x", buf, id);
-  return out;
 }
 
 std::string IsoTime(int64_t realtime_ns) {
@@ -321,7 +310,7 @@ void OnInit(uint64_t enter_ticks) {
   // LD_PRELOAD agree without a launcher.
   char dir[4096] = {};
   if (g.rank == 0) {
-    std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultDirName() : g.cfg.OUTPUT_DIR;
+    std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR;
     if (!MakeDirs(d + "/raw")) {
       Warn("cannot create the output directory " + d + " (" + std::strerror(errno) +
            "); no profile will be written");
