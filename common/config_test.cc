@@ -19,21 +19,21 @@ TEST(Config, DefaultsApplyWhenUnset) {
   Config c = Load(Lookup);
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_FALSE(c.TRACE_ENABLE);
-  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 0.010);
+  EXPECT_DOUBLE_EQ(c.TRACE_DRAIN_INTERVAL, 0.020);
   EXPECT_EQ(c.TRACE_BUFFER, 16ull << 20);
   EXPECT_EQ(c.effective.size(), Variables().size());
 }
 
 TEST(Config, ParsesEveryType) {
   g_env = {{"INVMW_TRACE_ENABLE", "yes"},
-           {"INVMW_SAMPLER_INTERVAL", "250us"},
+           {"INVMW_TRACE_DRAIN_INTERVAL", "250us"},
            {"INVMW_TRACE_BUFFER", "512K"},
            {"INVMW_WRAP_EXCLUDE", "MPI_Iprobe, MPI_Test,"},
            {"INVMW_WRAP_MAX_THREADS", "8"}};
   Config c = Load(Lookup);
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_TRUE(c.TRACE_ENABLE);
-  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 250e-6);
+  EXPECT_DOUBLE_EQ(c.TRACE_DRAIN_INTERVAL, 250e-6);
   EXPECT_EQ(c.TRACE_BUFFER, 512u * 1024);
   ASSERT_EQ(c.WRAP_EXCLUDE.size(), 2u);
   EXPECT_EQ(c.WRAP_EXCLUDE[1], "MPI_Test");
@@ -41,12 +41,12 @@ TEST(Config, ParsesEveryType) {
 }
 
 TEST(Config, BadValueWarnsAndKeepsDefault) {
-  g_env = {{"INVMW_SAMPLER_INTERVAL", "fast"}, {"INVMW_TRACE_ENABLE", "maybe"}};
+  g_env = {{"INVMW_TRACE_DRAIN_INTERVAL", "fast"}, {"INVMW_TRACE_ENABLE", "maybe"}};
   Config c = Load(Lookup);
   ASSERT_EQ(c.warnings.size(), 2u);
   EXPECT_NE(c.warnings[0].find("INVMW_TRACE_ENABLE=maybe"), std::string::npos);
   EXPECT_NE(c.warnings[1].find("duration"), std::string::npos);
-  EXPECT_DOUBLE_EQ(c.SAMPLER_INTERVAL, 0.010);
+  EXPECT_DOUBLE_EQ(c.TRACE_DRAIN_INTERVAL, 0.020);
   EXPECT_FALSE(c.TRACE_ENABLE);
 }
 
