@@ -60,8 +60,8 @@ void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t 
   ts_->trace->Push(e);
 }
 
-void Call::Completed(MPI_Request handle, const MPI_Status* st) {
-  ReqInfo* r = FindRequest(handle);
+void Call::Completed(const RequestSnapshot& before, int i, const MPI_Status* st) {
+  const ReqInfo* r = before.info(i);
   if (!r) return;
   int cancelled = 0;
   uint64_t got = 0;
@@ -76,9 +76,9 @@ void Call::Completed(MPI_Request handle, const MPI_Status* st) {
     e.request = r->id;
     e.func = r->func;
     e.type = cancelled ? trace::kCancelled : trace::kCompletion;
-    e.flags = uint8_t((r->persistent ? trace::kFlagPersistent : 0) |
-                      (r->peer == kPeerNone && r->kind == ReqKind::kRecv ? trace::kFlagAnySource
-                                                                         : 0));
+    e.flags =
+        uint8_t((r->persistent ? trace::kFlagPersistent : 0) |
+                (r->peer == kPeerNone && r->kind == ReqKind::kRecv ? trace::kFlagAnySource : 0));
     e.comm = r->comm == MPI_COMM_NULL ? 0xffffffffu : LookupComm(r->comm)->id;
     if (r->kind == ReqKind::kRecv && st) {
       e.bytes_sent = got;
@@ -93,12 +93,14 @@ void Call::Completed(MPI_Request handle, const MPI_Status* st) {
     e.tag2 = -1;
     ts_->trace->Push(e);
   }
-  if (r->persistent) r->active = false;
-  else ForgetRequest(handle);
+  if (r->persistent)
+    DeactivateRequestIf(before[i], r->id);
+  else
+    ForgetRequestIf(before[i], r->id);
 }
 
-void Call::CompleteOne(MPI_Request before, int done, const MPI_Status* st) {
-  if (done) Completed(before, st);
+void Call::CompleteOne(const RequestSnapshot& before, int done, const MPI_Status* st) {
+  if (done && before.size() == 1) Completed(before, 0, st);
   Finish(0, 0);
   CompletionRecord(done != 0);
 }
@@ -106,15 +108,14 @@ void Call::CompleteOne(MPI_Request before, int done, const MPI_Status* st) {
 void Call::CompleteAll(const RequestSnapshot& before, int done, const MPI_Status* sts) {
   if (done)
     for (int i = 0; i < before.size(); ++i)
-      if (before[i] != MPI_REQUEST_NULL) Completed(before[i], sts ? &sts[i] : nullptr);
+      if (before[i] != MPI_REQUEST_NULL) Completed(before, i, sts ? &sts[i] : nullptr);
   Finish(0, 0);
   CompletionRecord(done != 0);
 }
 
-void Call::CompleteIndex(const RequestSnapshot& before, int done, int index,
-                         const MPI_Status* st) {
+void Call::CompleteIndex(const RequestSnapshot& before, int done, int index, const MPI_Status* st) {
   if (done && index != MPI_UNDEFINED && index >= 0 && index < before.size())
-    Completed(before[index], st);
+    Completed(before, index, st);
   Finish(0, 0);
   CompletionRecord(done != 0);
 }
@@ -124,14 +125,14 @@ void Call::CompleteSome(const RequestSnapshot& before, int outcount, const int* 
   if (outcount != MPI_UNDEFINED && indices)
     for (int k = 0; k < outcount; ++k) {
       int i = indices[k];
-      if (i >= 0 && i < before.size()) Completed(before[i], sts ? &sts[k] : nullptr);
+      if (i >= 0 && i < before.size()) Completed(before, i, sts ? &sts[k] : nullptr);
     }
   Finish(0, 0);
   CompletionRecord(outcount != MPI_UNDEFINED && outcount > 0);
 }
 
-void Call::RequestFree(MPI_Request before) {
-  ForgetRequest(before);
+void Call::RequestFree(const RequestSnapshot& before) {
+  if (before.size() == 1 && before.info(0)) ForgetRequestIf(before[0], before.info(0)->id);
   Leave();
 }
 

@@ -70,8 +70,10 @@ class Call {
   void Probe(int flag, const MPI_Status* st, MPI_Comm comm) {
     Finish(0, 0);
     if (ts_->trace) {
-      if (flag) Emit(0, 0, SourceOf(comm, st), st->MPI_TAG, comm);
-      else Emit(0, 0, kPeerNone, -1, comm, 0, kPeerNone, -1, trace::kTestFail);
+      if (flag)
+        Emit(0, 0, SourceOf(comm, st), st->MPI_TAG, comm);
+      else
+        Emit(0, 0, kPeerNone, -1, comm, 0, kPeerNone, -1, trace::kTestFail);
     }
   }
   void Mprobe(int flag, MPI_Message msg, const MPI_Status* st, MPI_Comm comm) {
@@ -112,7 +114,7 @@ class Call {
   }
   void Start(int n, const MPI_Request* reqs);
 
-  void CompleteOne(MPI_Request before, int done, const MPI_Status* st);
+  void CompleteOne(const RequestSnapshot& before, int done, const MPI_Status* st);
   // Record of a Wait/Test call itself: a failed test is marked so it can be coalesced.
   void CompletionRecord(bool success) {
     if (ts_->trace)
@@ -123,7 +125,7 @@ class Call {
   void CompleteIndex(const RequestSnapshot& before, int done, int index, const MPI_Status* st);
   void CompleteSome(const RequestSnapshot& before, int outcount, const int* indices,
                     const MPI_Status* sts);
-  void RequestFree(MPI_Request before);
+  void RequestFree(const RequestSnapshot& before);
 
   void Coll(const CollBytes& b) {
     Finish(b.sent, b.recv);
@@ -190,8 +192,8 @@ class Call {
   }
   static uint64_t StatusBytes(const MPI_Status* st) {
     if (!st || st->MPI_SOURCE == MPI_PROC_NULL) return 0;
-    // The byte count lives in the status; reading it directly saves a library call per receive
-    // where the layout is known (both MPIs keep bytes there, whatever the datatype).
+      // The byte count lives in the status; reading it directly saves a library call per receive
+      // where the layout is known (both MPIs keep bytes there, whatever the datatype).
 #if defined(OPEN_MPI)
     return uint64_t(st->_ucount);
 #elif defined(MPICH)
@@ -201,8 +203,8 @@ class Call {
     if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0) return 0;
     return uint64_t(n);
   }
-  uint64_t Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer,
-                 int tag, bool persistent) {
+  uint64_t Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer, int tag,
+                 bool persistent) {
     uint64_t id = g.next_request_id.fetch_add(1, std::memory_order_relaxed);
     ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id};
     TrackRequest(req, info);
@@ -219,10 +221,10 @@ class Call {
             int peer2 = kPeerNone, int tag2 = -1, uint8_t type = trace::kCall) {
     EmitRecord(sent, recv, peer, tag, CommId(comm), req, peer2, tag2, type);
   }
-  void EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t comm_id,
-                  uint64_t req, int peer2, int tag2, uint8_t type);
-  // Processes one completed request (status may be null for sends).
-  void Completed(MPI_Request handle, const MPI_Status* st);
+  void EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t comm_id, uint64_t req,
+                  int peer2, int tag2, uint8_t type);
+  // Processes completed request i of a snapshot (status may be null for sends).
+  void Completed(const RequestSnapshot& before, int i, const MPI_Status* st);
   void RememberMessage(MPI_Message msg, MPI_Comm comm);
   MPI_Comm MessageComm(MPI_Message msg);
 

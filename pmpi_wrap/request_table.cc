@@ -13,10 +13,24 @@ constexpr uint64_t kEmpty = 0;
 constexpr uint64_t kTombstone = ~0ull;
 constexpr uint64_t kBusy = ~0ull - 1;  // claimed, info being written
 
+// Removal protocol: whoever wins the CAS of `id` (from the request's id to 0) owns the removal
+// and alone turns the key into a tombstone; insertions only claim empty or tombstoned keys.
+// So a completing thread and a thread re-tracking the same handle cannot undo each other.
 struct Slot {
   std::atomic<uint64_t> key{kEmpty};
+  std::atomic<uint64_t> id{0};
   ReqInfo info;
 };
+
+// Removes the entry in `s` if it still holds request `id` (any live request when id == 0).
+bool RemoveIf(Slot& s, uint64_t key, uint64_t id) {
+  uint64_t cur = s.id.load(std::memory_order_acquire);
+  if (cur == 0 || (id != 0 && cur != id)) return false;
+  if (!s.id.compare_exchange_strong(cur, 0, std::memory_order_acq_rel)) return false;
+  uint64_t k = key;
+  s.key.compare_exchange_strong(k, kTombstone, std::memory_order_acq_rel);
+  return true;
+}
 
 Slot g_slots[kSlots];
 
@@ -27,7 +41,9 @@ uint64_t Key(MPI_Request r) {
   return k + 1;
 }
 
-size_t Hash(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 48; }  // 16 bits
+size_t Hash(uint64_t k) {
+  return (k * 0x9E3779B97F4A7C15ull) >> 48;
+}  // 16 bits
 
 }  // namespace
 
@@ -44,6 +60,7 @@ void TrackRequest(MPI_Request req, const ReqInfo& info) {
     if ((k == kEmpty || k == kTombstone) &&
         s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
       s.info = info;
+      s.id.store(info.id, std::memory_order_release);
       s.key.store(key, std::memory_order_release);
       return;
     }
@@ -71,12 +88,38 @@ void ForgetRequest(MPI_Request req) {
   for (int i = 0; i < kMaxProbe; ++i) {
     Slot& s = g_slots[(h + i) % kSlots];
     uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key) {
-      s.key.store(kTombstone, std::memory_order_release);
-      return;
-    }
+    if (k == key && RemoveIf(s, key, 0)) return;
     if (k == kEmpty) return;
   }
+}
+
+}  // namespace invmw::wrap
+
+namespace invmw::wrap {
+
+bool CopyRequest(MPI_Request req, ReqInfo* out) {
+  ReqInfo* r = FindRequest(req);
+  if (!r) return false;
+  *out = *r;
+  return true;
+}
+
+void ForgetRequestIf(MPI_Request req, uint64_t id) {
+  if (req == MPI_REQUEST_NULL) return;
+  uint64_t key = Key(req);
+  size_t h = Hash(key);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    Slot& s = g_slots[(h + i) % kSlots];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == key && RemoveIf(s, key, id)) return;
+    if (k == kEmpty) return;
+  }
+}
+
+void DeactivateRequestIf(MPI_Request req, uint64_t id) {
+  ReqInfo* r = FindRequest(req);
+  // Persistent requests keep their handle until MPI_Request_free, so nobody else re-tracks it.
+  if (r && r->id == id) r->active = false;
 }
 
 }  // namespace invmw::wrap

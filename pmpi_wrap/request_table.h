@@ -21,8 +21,8 @@ enum class ReqKind : uint8_t { kSend, kRecv, kCollective, kRma, kIo, kOther };
 struct ReqInfo {
   uint64_t bytes;  // sends: bytes sent per start; receives: posted size (actual from status)
   uint64_t post_ticks;
-  MPI_Comm comm;   // to translate the source of receives at completion
-  int32_t peer;    // world rank, or kPeerNone for ANY_SOURCE (resolved at completion)
+  MPI_Comm comm;  // to translate the source of receives at completion
+  int32_t peer;   // world rank, or kPeerNone for ANY_SOURCE (resolved at completion)
   int32_t tag;
   uint16_t func;
   ReqKind kind;
@@ -35,7 +35,14 @@ struct ReqInfo {
 void TrackRequest(MPI_Request req, const ReqInfo& info);
 // Finds the entry; nullptr when the request was never tracked.
 ReqInfo* FindRequest(MPI_Request req);
+// Copies the entry; false when the request was never tracked.
+bool CopyRequest(MPI_Request req, ReqInfo* out);
 // Removes the entry (non-persistent completion, MPI_Request_free).
 void ForgetRequest(MPI_Request req);
+// Removes or deactivates the entry only while it still describes request `id`: once a
+// completion call has returned, MPI may give the same handle to another thread's new request,
+// whose entry must survive.
+void ForgetRequestIf(MPI_Request req, uint64_t id);
+void DeactivateRequestIf(MPI_Request req, uint64_t id);
 
 }  // namespace invmw::wrap

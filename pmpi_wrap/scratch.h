@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/thread_state.h"
 
 namespace invmw::wrap {
@@ -36,6 +37,8 @@ class ScratchBuffers {
  public:
   MPI_Status* Statuses(int n) { return statuses_.Get(n > 0 ? n : 1); }
   MPI_Request* Snapshot(int n) { return snapshot_.Get(n > 0 ? n : 1); }
+  ReqInfo* SnapshotInfo(int n) { return snapshot_info_.Get(n > 0 ? n : 1); }
+  bool* SnapshotFound(int n) { return snapshot_found_.Get(n > 0 ? n : 1); }
   // Fortran side.
   MPI_Request* FortranRequests(int n, const MPI_Fint* f);
   void* FortranStatusBuffer(int n);
@@ -45,28 +48,44 @@ class ScratchBuffers {
  private:
   GrowBuffer<MPI_Status> statuses_, fstatuses_c_;
   GrowBuffer<MPI_Request> snapshot_, frequests_;
+  GrowBuffer<ReqInfo> snapshot_info_;
+  GrowBuffer<bool> snapshot_found_;
   GrowBuffer<MPI_Fint> fstatus_buf_;
   GrowBuffer<int> findices_;
 };
 
 ScratchBuffers& Scratch();
 
-// The request handles of a completion call as they were before the call (the call replaces
-// completed non-persistent ones with MPI_REQUEST_NULL).
+// The requests of a completion call as they were before the call: handles (the call replaces
+// completed non-persistent ones with MPI_REQUEST_NULL) and what invmw knew of each. The
+// knowledge must be copied before the call, because as soon as the call returns MPI may hand
+// the same handle to another thread, whose new request then takes over the table entry.
 class RequestSnapshot {
  public:
   RequestSnapshot(int n, const MPI_Request* reqs) : n_(n > 0 ? n : 0) {
-    data_ = n_ <= kInline ? inline_ : Scratch().Snapshot(n_);
-    if (!data_) n_ = 0;
-    if (n_) std::memcpy(data_, reqs, sizeof(MPI_Request) * n_);
+    bool small = n_ <= kInline;
+    handles_ = small ? inline_handles_ : Scratch().Snapshot(n_);
+    infos_ = small ? inline_infos_ : Scratch().SnapshotInfo(n_);
+    found_ = small ? inline_found_ : Scratch().SnapshotFound(n_);
+    if (!handles_ || !infos_ || !found_) n_ = 0;
+    for (int i = 0; i < n_; ++i) {
+      handles_[i] = reqs[i];
+      found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i]);
+    }
   }
   int size() const { return n_; }
-  MPI_Request operator[](int i) const { return data_[i]; }
+  MPI_Request operator[](int i) const { return handles_[i]; }
+  // What invmw knew of request i, or nullptr when it was not tracked.
+  const ReqInfo* info(int i) const { return found_[i] ? &infos_[i] : nullptr; }
 
  private:
-  static constexpr int kInline = 16;
-  MPI_Request inline_[kInline];
-  MPI_Request* data_;
+  static constexpr int kInline = 8;
+  MPI_Request inline_handles_[kInline];
+  ReqInfo inline_infos_[kInline];
+  bool inline_found_[kInline];
+  MPI_Request* handles_;
+  ReqInfo* infos_;
+  bool* found_;
   int n_;
 };
 
