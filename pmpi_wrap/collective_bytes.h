@@ -49,7 +49,9 @@ struct CollBytes {
   MPI_Comm comm = MPI_COMM_NULL;
 };
 
-inline bool InPlace(const void* buf) { return buf == MPI_IN_PLACE; }
+inline bool InPlace(const void* buf) {
+  return buf == MPI_IN_PLACE;
+}
 
 // Root handling for intra- and intercommunicators: returns whether this rank acts as the root
 // (sends in bcast/scatter, receives in reduce/gather), and whether it takes part at all.

@@ -37,7 +37,9 @@ std::atomic<uint32_t> g_next_id{1};
 CommInfo g_unknown{0xffffffffu, 0, -1, 0, false, nullptr, nullptr};
 CommInfo g_world{};
 
-uint64_t Hash(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 52; }  // 12 bits
+uint64_t Hash(uint64_t k) {
+  return (k * 0x9E3779B97F4A7C15ull) >> 52;
+}  // 12 bits
 
 const CommInfo* Find(Slot* table, uint64_t key) {
   uint64_t h = Hash(key);

@@ -57,6 +57,16 @@ void* FortranSymbol::Resolve() {
     fn_.store(p, std::memory_order_release);
     return p;
   }
+  // MPICH's mpi_f08 layer has no profiling twins (mpi_waitall_f08_ but no pmpi_waitall_f08_);
+  // its f08 procedures call the C MPI_* functions. Forward to the library's own MPI entry
+  // point then (the next definition after ours): the running Call's reentrancy guard keeps
+  // the C wrapper it reaches from counting the call a second time.
+  if (base_[0] == 'p' && std::strncmp(base_, "pmpi_", 5) == 0) {
+    if (void* p = dlsym(RTLD_NEXT, base_ + 1)) {
+      fn_.store(p, std::memory_order_release);
+      return p;
+    }
+  }
   // The application called a Fortran MPI entry point, so the library must have it; if it does
   // not, there is no way to continue the call correctly.
   std::fprintf(stderr, "invmw: fatal: the MPI library has no Fortran symbol %s\n", base_);
@@ -65,17 +75,17 @@ void* FortranSymbol::Resolve() {
 
 void InitFortranSentinels() {
   static const char* const in_place[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
-                                         "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE",
-                                         nullptr};
+                                         "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE", nullptr};
   static const char* const bottom[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom",
                                        "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM", nullptr};
-  static const char* const st[] = {"mpi_fortran_status_ignore_", "mpi_fortran_status_ignore",
-                                   "mpi_fortran_status_ignore__", "MPI_FORTRAN_STATUS_IGNORE",
-                                   nullptr};
-  static const char* const sts[] = {"mpi_fortran_statuses_ignore_",
-                                    "mpi_fortran_statuses_ignore",
-                                    "mpi_fortran_statuses_ignore__",
-                                    "MPI_FORTRAN_STATUSES_IGNORE", nullptr};
+  // MPICH's mpi_f08 sentinels are objects of their own (MPIR_F08_..._OBJ).
+  static const char* const st[] = {"mpi_fortran_status_ignore_",     "mpi_fortran_status_ignore",
+                                   "mpi_fortran_status_ignore__",    "MPI_FORTRAN_STATUS_IGNORE",
+                                   "MPIR_F08_MPI_STATUS_IGNORE_OBJ", nullptr};
+  static const char* const sts[] = {
+      "mpi_fortran_statuses_ignore_",     "mpi_fortran_statuses_ignore",
+      "mpi_fortran_statuses_ignore__",    "MPI_FORTRAN_STATUSES_IGNORE",
+      "MPIR_F08_MPI_STATUSES_IGNORE_OBJ", nullptr};
   // MPICH keeps the addresses in pointer variables.
   static const char* const in_place_ptr[] = {"MPIR_F_MPI_IN_PLACE", "MPIR_F08_MPI_IN_PLACE",
                                              nullptr};
@@ -118,8 +128,12 @@ const void* FortranBuffer(const void* p) {
   return p;
 }
 
-bool IsFortranStatusIgnore(const void* p) { return p == nullptr || In(g_status_ignore, p); }
-bool IsFortranStatusesIgnore(const void* p) { return p == nullptr || In(g_statuses_ignore, p); }
+bool IsFortranStatusIgnore(const void* p) {
+  return p == nullptr || In(g_status_ignore, p);
+}
+bool IsFortranStatusesIgnore(const void* p) {
+  return p == nullptr || In(g_statuses_ignore, p);
+}
 
 // Fortran halves of the scratch buffers.
 MPI_Request* ScratchBuffers::FortranRequests(int n, const MPI_Fint* f) {
@@ -138,8 +152,7 @@ MPI_Status* ScratchBuffers::FortranStatuses(int n, void* fstatuses) {
   if (!s) return nullptr;
   // Fortran statuses are MPI_STATUS_SIZE integers each, laid out like the C struct.
   constexpr size_t ints = sizeof(MPI_Status) / sizeof(MPI_Fint);
-  for (int i = 0; i < n; ++i)
-    PMPI_Status_f2c(static_cast<MPI_Fint*>(fstatuses) + i * ints, &s[i]);
+  for (int i = 0; i < n; ++i) PMPI_Status_f2c(static_cast<MPI_Fint*>(fstatuses) + i * ints, &s[i]);
   return s;
 }
 

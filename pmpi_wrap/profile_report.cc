@@ -19,10 +19,14 @@ using nlohmann::json;
 json MetaToJson(const RunMeta& m) {
   json cfg = json::object();
   for (const auto& [k, v] : m.config) cfg[k] = v;
-  return json{{"invmw_version", m.invmw_version}, {"mpi_flavor", m.mpi_flavor},
-              {"mpi_library", m.mpi_library},     {"output_dir", m.output_dir},
-              {"command", m.command},             {"start_time", m.start_time},
-              {"world_size", m.world_size},       {"config", cfg}};
+  return json{{"invmw_version", m.invmw_version},
+              {"mpi_flavor", m.mpi_flavor},
+              {"mpi_library", m.mpi_library},
+              {"output_dir", m.output_dir},
+              {"command", m.command},
+              {"start_time", m.start_time},
+              {"world_size", m.world_size},
+              {"config", cfg}};
 }
 
 bool MetaFromJson(const json& j, RunMeta* m, std::string* error) {
@@ -99,11 +103,16 @@ namespace {
 
 const char* EndReasonName(uint32_t r) {
   switch (r) {
-    case raw::kEndFinalize: return "finalize";
-    case raw::kEndExit: return "exit_without_finalize";
-    case raw::kEndAbort: return "mpi_abort";
-    case raw::kEndSignal: return "signal";
-    default: return "running";
+    case raw::kEndFinalize:
+      return "finalize";
+    case raw::kEndExit:
+      return "exit_without_finalize";
+    case raw::kEndAbort:
+      return "mpi_abort";
+    case raw::kEndSignal:
+      return "signal";
+    default:
+      return "running";
   }
 }
 
@@ -274,10 +283,11 @@ std::string Bytes(uint64_t b) {
 std::string RenderText(const json& p) {
   std::ostringstream os;
   const auto& m = p["metadata"];
-  os << "invmw profile" << (p.value("incomplete", false) ? "  [INCOMPLETE: the run did not finish "
-                                                            "normally; counts cover the calls "
-                                                            "recorded before the end]"
-                                                          : "")
+  os << "invmw profile"
+     << (p.value("incomplete", false) ? "  [INCOMPLETE: the run did not finish "
+                                        "normally; counts cover the calls "
+                                        "recorded before the end]"
+                                      : "")
      << "\n";
   os << "  command:     " << m.value("command", "") << "\n";
   os << "  started:     " << m.value("start_time", "") << "\n";
@@ -286,10 +296,13 @@ std::string RenderText(const json& p) {
   std::string hosts;
   for (const auto& h : m["hosts"]) hosts += (hosts.empty() ? "" : ", ") + h.get<std::string>();
   os << " on " << hosts << "\n";
-  if (!p["missing_ranks"].empty()) os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
+  if (!p["missing_ranks"].empty())
+    os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
   const auto& s = p["summary"];
-  os << "  wall time:   " << Fmt("%.6f", s["wall_s"]["max"].get<double>()) << " s (max over ranks)\n";
-  os << "  MPI share:   " << Fmt("%.1f", 100 * s["mpi_share"].get<double>()) << " % of wall time\n\n";
+  os << "  wall time:   " << Fmt("%.6f", s["wall_s"]["max"].get<double>())
+     << " s (max over ranks)\n";
+  os << "  MPI share:   " << Fmt("%.1f", 100 * s["mpi_share"].get<double>())
+     << " % of wall time\n\n";
 
   // Functions sorted by total time.
   std::vector<std::pair<double, std::string>> order;
@@ -305,11 +318,10 @@ std::string RenderText(const json& p) {
   for (const auto& [t, name] : order) {
     const auto& f = p["functions"][name];
     const auto& a = f["time_across_ranks_s"];
-    std::snprintf(line, sizeof line,
-                  "%-24s %10llu %12.6f %12.6f %12.6f %12.6f %9.2f %13s %13s\n", name.c_str(),
-                  (unsigned long long)f["calls"].get<uint64_t>(), t, a["min"].get<double>(),
-                  a["mean"].get<double>(), a["max"].get<double>(), a["imbalance"].get<double>(),
-                  Bytes(f["bytes_sent"].get<uint64_t>()).c_str(),
+    std::snprintf(line, sizeof line, "%-24s %10llu %12.6f %12.6f %12.6f %12.6f %9.2f %13s %13s\n",
+                  name.c_str(), (unsigned long long)f["calls"].get<uint64_t>(), t,
+                  a["min"].get<double>(), a["mean"].get<double>(), a["max"].get<double>(),
+                  a["imbalance"].get<double>(), Bytes(f["bytes_sent"].get<uint64_t>()).c_str(),
                   Bytes(f["bytes_recv"].get<uint64_t>()).c_str());
     os << line;
   }
@@ -400,8 +412,9 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
   std::string raw_dir = dir + "/raw";
   DIR* d = opendir(raw_dir.c_str());
   if (!d) {
-    *error = raw_dir + ": no per-rank data (was the program run under invmw, and did it call "
-                       "MPI_Init?)";
+    *error = raw_dir +
+             ": no per-rank data (was the program run under invmw, and did it call "
+             "MPI_Init?)";
     return false;
   }
   std::vector<std::string> names;
@@ -416,8 +429,10 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
   for (const auto& n : names) {
     RankData r;
     std::string err;
-    if (ReadDumpFile(raw_dir + "/" + n, &r, &err)) ranks.push_back(std::move(r));
-    else problems += err + "\n";
+    if (ReadDumpFile(raw_dir + "/" + n, &r, &err))
+      ranks.push_back(std::move(r));
+    else
+      problems += err + "\n";
   }
   if (ranks_found) *ranks_found = int(ranks.size());
   if (ranks.empty()) {

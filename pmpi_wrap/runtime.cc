@@ -46,8 +46,8 @@ char* g_dump_buf = nullptr;
 size_t g_dump_cap = 0;
 std::atomic<bool> g_dumped{false};
 clock::Anchor g_init_anchor;
-constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT,
-                            SIGHUP};
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
+                            SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 struct sigaction g_old_actions[sizeof(kSignals) / sizeof(kSignals[0])];
 profile::RunMeta g_meta;
 
@@ -152,7 +152,8 @@ void Warn(const std::string& msg) {
 // library through wrong handle types; detect it before MPI_Init and stay out of the way.
 void CheckMpiFlavor() {
   // A function only this MPI has (functions, unlike data, are never copied into the program).
-  const char* probe = std::strcmp(kMpiFlavor, "mpich") == 0 ? "MPII_Comm_get_attr" : "ompi_mpi_init";
+  const char* probe =
+      std::strcmp(kMpiFlavor, "mpich") == 0 ? "MPII_Comm_get_attr" : "ompi_mpi_init";
   void* init = dlsym(RTLD_DEFAULT, "PMPI_Init");
   void* mine = dlsym(RTLD_DEFAULT, probe);
   Dl_info a{}, b{};
@@ -171,7 +172,9 @@ void CheckMpiFlavor() {
   }
 }
 
-__attribute__((constructor)) void OnLoad() { CheckMpiFlavor(); }
+__attribute__((constructor)) void OnLoad() {
+  CheckMpiFlavor();
+}
 
 __attribute__((destructor)) void OnUnload() {
   // exit() without MPI_Finalize: keep what was recorded.
@@ -208,8 +211,12 @@ ThreadState* AttachThread() {
   return ts;
 }
 
-int ThreadCount() { return std::min(g_thread_count.load(), g_max_threads); }
-ThreadState* ThreadAt(int i) { return g_threads[i].load(std::memory_order_acquire); }
+int ThreadCount() {
+  return std::min(g_thread_count.load(), g_max_threads);
+}
+ThreadState* ThreadAt(int i) {
+  return g_threads[i].load(std::memory_order_acquire);
+}
 
 // ---- dump ----------------------------------------------------------------------------------
 size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
@@ -388,8 +395,8 @@ void OnFinalize() {
       for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
       all.resize(total);
     }
-    PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(),
-                 MPI_BYTE, 0, MPI_COMM_WORLD);
+    PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE,
+                 0, MPI_COMM_WORLD);
     if (g.rank == 0) {
       std::vector<profile::RankData> ranks(g.world_size);
       for (int i = 0; i < g.world_size; ++i) {
@@ -399,7 +406,8 @@ void OnFinalize() {
       }
       std::string err;
       nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
-      if (!profile::WriteProfile(g.output_dir, p, &err)) Warn(err);
+      if (!profile::WriteProfile(g.output_dir, p, &err))
+        Warn(err);
       else if (!g.cfg.RUNTIME_QUIET)
         std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
     }

@@ -20,7 +20,7 @@ namespace invmw::wrap {
 struct Runtime {
   // Hot-path flags, read with relaxed loads.
   std::atomic<bool> recording{false};  // between MPI_Init and MPI_Finalize, and Pcontrol != 0
-  bool enabled[kNumFuncs] = {};         // INVMW_WRAP_EXCLUDE applied
+  bool enabled[kNumFuncs] = {};        // INVMW_WRAP_EXCLUDE applied
   // recording && enabled[f], per function: the one flag a wrapper reads on entry.
   std::atomic<bool> record[kNumFuncs] = {};
   std::atomic<uint64_t> type_epoch{1};  // bumped by MPI_Type_free
@@ -28,8 +28,8 @@ struct Runtime {
   std::atomic<uint64_t> dropped_threads{0};
   std::atomic<uint64_t> dropped_requests{0};
   std::atomic<uint64_t> next_request_id{1};
-  bool trace_on = false;             // INVMW_TRACE_ENABLE and a usable output directory
-  bool trace_flush_on_full = true;   // INVMW_TRACE_ON_FULL=flush
+  bool trace_on = false;            // INVMW_TRACE_ENABLE and a usable output directory
+  bool trace_flush_on_full = true;  // INVMW_TRACE_ON_FULL=flush
 
   // Set at MPI_Init.
   bool initialized = false;

@@ -55,7 +55,7 @@ void FortranInitThread(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
   uint64_t t0 = clock::Ticks();
   tls_in_call = true;
   reinterpret_cast<void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*)>(f_init_thread.get())(required,
-                                                                                    provided, ierr);
+                                                                                   provided, ierr);
   tls_in_call = false;
   if (*ierr == MPI_SUCCESS) {
     OnInit(t0);
@@ -101,7 +101,8 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Init(int* argc, char*** ar
   return rc;
 }
 
-__attribute__((visibility("hidden"))) int invmw_c_MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+__attribute__((visibility("hidden"))) int invmw_c_MPI_Init_thread(int* argc, char*** argv,
+                                                                  int required, int* provided) {
   uint64_t t0 = invmw::clock::Ticks();
   bool nested = tls_in_call;
   int rc = PMPI_Init_thread(argc, argv, required, provided);
@@ -150,17 +151,31 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Pcontrol(const int level, 
 
 #define INVMW_EXPORT __attribute__((visibility("default")))
 #define INVMW_FORTRAN_ALIASES(lower, upper, params, args) \
-  INVMW_EXPORT void lower##_ params { lower##_impl args; }  \
-  INVMW_EXPORT void lower##__ params { lower##_impl args; } \
-  INVMW_EXPORT void lower params { lower##_impl args; }     \
-  INVMW_EXPORT void upper params { lower##_impl args; }
+  INVMW_EXPORT void lower##_ params {                     \
+    lower##_impl args;                                    \
+  }                                                       \
+  INVMW_EXPORT void lower##__ params {                    \
+    lower##_impl args;                                    \
+  }                                                       \
+  INVMW_EXPORT void lower params {                        \
+    lower##_impl args;                                    \
+  }                                                       \
+  INVMW_EXPORT void upper params {                        \
+    lower##_impl args;                                    \
+  }
 
-static void mpi_init_impl(MPI_Fint* ierr) { FortranInit(ierr); }
+static void mpi_init_impl(MPI_Fint* ierr) {
+  FortranInit(ierr);
+}
 static void mpi_init_thread_impl(MPI_Fint* r, MPI_Fint* p, MPI_Fint* ierr) {
   FortranInitThread(r, p, ierr);
 }
-static void mpi_finalize_impl(MPI_Fint* ierr) { FortranFinalize(ierr); }
-static void mpi_abort_impl(MPI_Fint* c, MPI_Fint* e, MPI_Fint* ierr) { FortranAbort(c, e, ierr); }
+static void mpi_finalize_impl(MPI_Fint* ierr) {
+  FortranFinalize(ierr);
+}
+static void mpi_abort_impl(MPI_Fint* c, MPI_Fint* e, MPI_Fint* ierr) {
+  FortranAbort(c, e, ierr);
+}
 static void mpi_pcontrol_impl(MPI_Fint* level, MPI_Fint* ierr) {
   *ierr = invmw_c_MPI_Pcontrol(int(*level));
 }
@@ -169,7 +184,8 @@ INVMW_FORTRAN_ALIASES(mpi_init, MPI_INIT, (MPI_Fint * ierr), (ierr))
 INVMW_FORTRAN_ALIASES(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint * r, MPI_Fint* p, MPI_Fint* ierr),
                       (r, p, ierr))
 INVMW_FORTRAN_ALIASES(mpi_finalize, MPI_FINALIZE, (MPI_Fint * ierr), (ierr))
-INVMW_FORTRAN_ALIASES(mpi_abort, MPI_ABORT, (MPI_Fint * c, MPI_Fint* e, MPI_Fint* ierr), (c, e, ierr))
+INVMW_FORTRAN_ALIASES(mpi_abort, MPI_ABORT, (MPI_Fint * c, MPI_Fint* e, MPI_Fint* ierr),
+                      (c, e, ierr))
 INVMW_FORTRAN_ALIASES(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level, MPI_Fint* ierr), (level, ierr))
 
 // mpi_f08 entry points of the same five.

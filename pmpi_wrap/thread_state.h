@@ -63,6 +63,8 @@ inline int TypeCacheSlot(MPI_Datatype t) {
   return int((k * 0x9E3779B97F4A7C15ull) >> 60);
 }
 
-inline ThreadState* CurrentThread() { return tls_state ? tls_state : AttachThread(); }
+inline ThreadState* CurrentThread() {
+  return tls_state ? tls_state : AttachThread();
+}
 
 }  // namespace invmw::wrap

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+"""Runs an MPI test program under invmw's preload library and checks the profile it leaves.
+
+The test program states what it did: every rank writes expected-rank<N>.json (function ->
+calls, bytes_sent, bytes_recv; see expect.h / expect_mod.f90) into $INVMW_TEST_EXPECT_DIR.
+This script launches the program with the preload, reads profile.json back (for abnormal
+ends, builds it with `invmw profile --json DIR` from the per-rank raw dumps) and compares
+exactly: every function the program reports must match in calls and bytes, per rank and in
+the totals over ranks, and invmw must report no function the program did not call.
+
+Modes (--end):
+  finalize  normal run: exit status 0, profile.json written at MPI_Finalize, complete.
+  abort     a rank calls MPI_Abort; exit, exit_without_finalize: exit(3) without Finalize;
+  segv      one rank crashes; sigterm: the checker sends SIGTERM to the launcher once every
+            rank has written its expected file. All abnormal modes require a non-zero
+            launcher exit status, no profile.json before merging, and a merged profile marked
+            incomplete whose counts are exact.
+Other checks: --compare-plain runs the program a second time without the preload and compares
+stdout and exit status; --mismatch expects the program to run normally with an
+"invmw: warning:" and no profile (library built for the other MPI); --helgrind runs the ranks
+under valgrind's helgrind and fails on any report in invmw's own code (for a data race: both
+accesses in invmw).
+
+Every run is started in its own session and the whole process group is killed on timeout; a
+run that leaves processes behind fails.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+FIELDS = ('calls', 'bytes_sent', 'bytes_recv')
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def log(msg):
+    print(f'[run_and_check] {msg}', flush=True)
+
+
+# ---- launching ------------------------------------------------------------------------------
+
+def launcher_cmd(a, env_for_ranks, prog):
+    """The launcher command line passing env_for_ranks (dict) to every rank."""
+    if a.flavor == 'openmpi':
+        cmd = [a.launcher, '--oversubscribe', '-np', str(a.np)]
+        for k, v in env_for_ranks.items():
+            cmd += ['-x', f'{k}={v}']
+    else:
+        cmd = [a.launcher, '-n', str(a.np)]
+        for k, v in env_for_ranks.items():
+            cmd += ['-genv', k, v]
+    return cmd + prog
+
+
+def group_members(pgid):
+    pids = []
+    for d in glob.glob('/proc/[0-9]*/stat'):
+        try:
+            with open(d) as f:
+                s = f.read()
+            fields = s[s.rindex(')') + 2:].split()
+            if int(fields[2]) == pgid and fields[0] != 'Z':
+                pids.append(int(d.split('/')[2]))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run(a, env_for_ranks, prog, label, sigterm_when=None):
+    """Runs the launcher; returns (rc, stdout, stderr). sigterm_when: callable polled while
+    the job runs; when it returns True the launcher gets SIGTERM."""
+    cmd = launcher_cmd(a, env_for_ranks, prog)
+    env = dict(os.environ)
+    env.update({'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+                'OMPI_MCA_rmaps_base_oversubscribe': '1'})
+    # The launcher itself must not be preloaded, and ranks get only what we pass.
+    for k in list(env):
+        if k == 'LD_PRELOAD' or k.startswith('INVMW_'):
+            del env[k]
+    log(f'{label}: {" ".join(cmd)}')
+    out_path = os.path.join(a.workdir, f'{label}.stdout')
+    err_path = os.path.join(a.workdir, f'{label}.stderr')
+    t0 = time.time()
+    with open(out_path, 'wb') as out, open(err_path, 'wb') as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True,
+                             cwd=a.workdir)
+        pgid = p.pid
+        sent_term = False
+        try:
+            while p.poll() is None:
+                if time.time() - t0 > a.timeout:
+                    raise CheckFailed(f'{label}: no end within {a.timeout} s; killed the job')
+                if sigterm_when and not sent_term and sigterm_when():
+                    log(f'{label}: all ranks reached the known state; SIGTERM to the launcher '
+                        f'(pid {p.pid})')
+                    os.kill(p.pid, signal.SIGTERM)
+                    sent_term = True
+                time.sleep(0.05)
+        finally:
+            if p.poll() is None:
+                kill_group(pgid)
+                p.wait()
+    rc = p.returncode
+    # Nothing of the job may survive the launcher.
+    deadline = time.time() + 5
+    left = group_members(pgid)
+    while left and time.time() < deadline:
+        time.sleep(0.1)
+        left = group_members(pgid)
+    if left:
+        kill_group(pgid)
+        raise CheckFailed(f'{label}: processes left behind after the launcher ended: {left}')
+    with open(out_path, 'rb') as f:
+        stdout = f.read().decode(errors='replace')
+    with open(err_path, 'rb') as f:
+        stderr = f.read().decode(errors='replace')
+    log(f'{label}: launcher exit status {rc} after {time.time() - t0:.1f} s')
+    if sigterm_when and not sent_term:
+        raise CheckFailed(f'{label}: the job ended (status {rc}) before the checker could send '
+                          f'SIGTERM\n--- stderr ---\n{stderr[-3000:]}')
+    return rc, stdout, stderr
+
+
+# ---- profile comparison ---------------------------------------------------------------------
+
+def load_expected(expect_dir, np_):
+    exp = {}
+    for r in range(np_):
+        path = os.path.join(expect_dir, f'expected-rank{r}.json')
+        if not os.path.exists(path):
+            raise CheckFailed(f'rank {r}: the program wrote no {path}')
+        with open(path) as f:
+            exp[r] = json.load(f)['functions']
+    return exp
+
+
+def compare(profile, expected, a):
+    errors = []
+    excluded = set(a.excluded)
+    allowed = set(a.allow)
+    meta = profile.get('metadata', {})
+    if meta.get('ranks') != a.np:
+        errors.append(f'metadata.ranks: expected {a.np}, got {meta.get("ranks")}')
+    if meta.get('mpi_flavor') != a.flavor:
+        errors.append(f'metadata.mpi_flavor: expected {a.flavor}, got {meta.get("mpi_flavor")}')
+    if profile.get('missing_ranks'):
+        errors.append(f'missing_ranks: {profile["missing_ranks"]}')
+    ranks = profile.get('ranks', [])
+    if [r.get('rank') for r in ranks] != list(range(a.np)):
+        errors.append(f'ranks: expected ranks 0..{a.np - 1} in order, got '
+                      f'{[r.get("rank") for r in ranks]}')
+    by_rank = {r.get('rank'): r for r in ranks}
+    totals = {}
+    for rank in range(a.np):
+        exp = expected[rank]
+        got = by_rank.get(rank, {}).get('functions', {})
+        for name, e in sorted(exp.items()):
+            if name in excluded:
+                if e.get('calls', 0) == 0:
+                    errors.append(f'rank {rank}: {name} is excluded, but the program did not '
+                                  f'call it, so the exclusion is untested')
+                if name in got:
+                    errors.append(f'rank {rank}: {name} is excluded by INVMW_WRAP_EXCLUDE but '
+                                  f'appears in the profile: {got[name]}')
+                continue
+            t = totals.setdefault(name, dict.fromkeys(FIELDS, 0))
+            for k in FIELDS:
+                t[k] += e[k]
+            if name not in got:
+                if e['calls'] != 0:
+                    errors.append(f'rank {rank}: {name} missing from the profile (expected '
+                                  f'{e})')
+                continue
+            for k in FIELDS:
+                if got[name].get(k) != e[k]:
+                    errors.append(f'rank {rank}: {name}.{k}: expected {e[k]}, got '
+                                  f'{got[name].get(k)}')
+        for name in sorted(got):
+            if name not in exp and name not in allowed:
+                errors.append(f'rank {rank}: {name} reported but the program did not call it: '
+                              f'{ {k: got[name].get(k) for k in FIELDS} }')
+    fns = profile.get('functions', {})
+    for name, t in sorted(totals.items()):
+        if t['calls'] == 0:
+            continue
+        g = fns.get(name)
+        if g is None:
+            errors.append(f'totals: {name} missing from functions')
+            continue
+        for k in FIELDS:
+            if g.get(k) != t[k]:
+                errors.append(f'totals: functions.{name}.{k}: expected {t[k]}, got {g.get(k)}')
+    return errors
+
+
+def check_ends(profile, a, incomplete):
+    errors = []
+    if profile.get('incomplete') is not incomplete:
+        errors.append(f'incomplete: expected {incomplete}, got {profile.get("incomplete")}')
+    by_rank = {r.get('rank'): r for r in profile.get('ranks', [])}
+    want = {}
+    for spec in a.expect_end:
+        parts = spec.split(':')
+        ranks = range(a.np) if parts[0] == '*' else [int(parts[0])]
+        for r in ranks:
+            want[r] = (parts[1], int(parts[2]) if len(parts) > 2 else None)
+    for r in range(a.np):
+        if r not in by_rank:
+            continue
+        got = by_rank[r]
+        log(f'rank {r}: end={got.get("end")} end_signal={got.get("end_signal")} '
+            f'incomplete={got.get("incomplete")}')
+        if r in want:
+            end, sig = want[r]
+            if got.get('end') != end:
+                errors.append(f'rank {r}: end: expected {end}, got {got.get("end")}')
+            if sig is not None and got.get('end_signal') != sig:
+                errors.append(f'rank {r}: end_signal: expected {sig}, got '
+                              f'{got.get("end_signal")}')
+        if got.get('incomplete') is not (got.get('end') != 'finalize'):
+            errors.append(f'rank {r}: incomplete={got.get("incomplete")} with end '
+                          f'{got.get("end")}')
+    return errors
+
+
+# ---- helgrind -------------------------------------------------------------------------------
+
+# A frame in invmw's own code: its library, its namespaces and C entry helpers, or a source
+# file of pmpi_wrap/ (generated wrappers included).
+INVMW_FRAME = re.compile(
+    r'libinvmw|invmw::|invmw_[cf]_|\((call|runtime|special|fortran|comm_table|request_table|'
+    r'profile_report|wrappers_c|wrappers_fortran|function_table)\.cc:|'
+    r'\((call|collective_bytes|scratch|thread_state|fortran|runtime|comm_table|'
+    r'request_table)\.h:')
+
+
+def helgrind_reports(workdir):
+    """Returns (total error blocks, blocks with a frame in invmw's own code)."""
+    total, ours = 0, []
+    for path in sorted(glob.glob(os.path.join(workdir, 'helgrind.*.log'))):
+        with open(path, errors='replace') as f:
+            text = f.read()
+        blocks, cur = [], []
+        for line in text.splitlines():
+            body = re.sub(r'^==\d+==\s?', '', line)
+            if not body.strip():
+                if cur:
+                    blocks.append(cur)
+                cur = []
+            else:
+                cur.append(body)
+        if cur:
+            blocks.append(cur)
+        # helgrind prints the second access of a race ("This conflicts with ...") as a block of
+        # its own: join it to its race.
+        joined = []
+        for b in blocks:
+            if joined and b[0].startswith('This conflicts with'):
+                joined[-1] = joined[-1] + b
+            else:
+                joined.append(b)
+        for b in joined:
+            head = b[0]
+            if not re.match(r'(Possible data race|Thread #\d+: |Lock at|Thread #\d+ unlocked|'
+                            r'Thread #\d+\'s call to|Thread #\d+ was created)', head):
+                continue
+            if head.startswith('Thread #') and 'was created' in head:
+                continue
+            total += 1
+            # The accessing frame of each side of the report is the "at 0x...:" line.
+            tops = [l for l in b if re.match(r'\s*at 0x[0-9A-Fa-f]+: ', l)]
+            if head.startswith('Possible data race') and len(tops) >= 2:
+                # A race is invmw's own when both accesses are in invmw's code. One side inside
+                # the MPI library is MPI handing over a status or request it synchronises with
+                # atomics that helgrind cannot see.
+                mine = all(INVMW_FRAME.search(t) for t in tops[:2])
+            else:
+                mine = any(INVMW_FRAME.search(t) for t in tops)
+            if mine:
+                ours.append(f'{path}:\n  ' + '\n  '.join(b))
+    return total, ours
+
+
+# ---- main -----------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--launcher', required=True)
+    ap.add_argument('--flavor', required=True, choices=('openmpi', 'mpich'))
+    ap.add_argument('--np', type=int, default=2)
+    ap.add_argument('--preload', required=True)
+    ap.add_argument('--invmw', required=True, help='the invmw command (for merging raw dumps)')
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--end', default='finalize',
+                    choices=('finalize', 'abort', 'exit', 'segv', 'sigterm'))
+    ap.add_argument('--expect-end', action='append', default=[],
+                    help='RANK:END[:SIGNAL] (RANK may be *): required end of a rank')
+    ap.add_argument('--env', action='append', default=[], help='K=V passed to the ranks')
+    ap.add_argument('--excluded', action='append', default=[],
+                    help='function the program calls that must be absent from the profile')
+    ap.add_argument('--allow', action='append', default=[],
+                    help='function invmw may report although the program does not list it')
+    ap.add_argument('--compare-plain', action='store_true',
+                    help='also run without the preload; stdout and exit status must match')
+    ap.add_argument('--mismatch', action='store_true',
+                    help='the preload is built for the other MPI: warning, no profile')
+    ap.add_argument('--helgrind', metavar='SUPP', help='run ranks under helgrind')
+    ap.add_argument('--timeout', type=float, default=60)
+    ap.add_argument('prog', nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
+    if not prog:
+        ap.error('no program given')
+    if os.path.exists(prog[0]):  # the job runs in the work directory
+        prog[0] = os.path.abspath(prog[0])
+    a.preload = os.path.abspath(a.preload)
+    a.invmw = os.path.abspath(a.invmw)
+
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    out_dir = os.path.join(a.workdir, 'profile')
+    expect_dir = os.path.join(a.workdir, 'expect')
+    plain_expect = os.path.join(a.workdir, 'expect-plain')
+    for d in (a.workdir, expect_dir, plain_expect):
+        os.makedirs(d)
+
+    rank_env = {'LD_PRELOAD': a.preload, 'INVMW_OUTPUT_DIR': out_dir,
+                'INVMW_TEST_EXPECT_DIR': expect_dir}
+    for kv in a.env:
+        k, _, v = kv.partition('=')
+        rank_env[k] = v
+    if a.helgrind:
+        prog = ['valgrind', '--tool=helgrind', f'--suppressions={a.helgrind}',
+                '--num-callers=30', f'--log-file={a.workdir}/helgrind.%p.log'] + prog
+
+    def all_written():
+        return all(os.path.exists(os.path.join(expect_dir, f'expected-rank{r}.json'))
+                   for r in range(a.np))
+
+    errors = []
+    rc, stdout, stderr = run(a, rank_env, prog, 'preload',
+                             sigterm_when=all_written if a.end == 'sigterm' else None)
+    profile_json = os.path.join(out_dir, 'profile.json')
+
+    if a.mismatch:
+        if rc != 0:
+            errors.append(f'launcher exit status {rc}, expected 0 (the program must still run)')
+        if 'invmw: warning:' not in stderr:
+            errors.append('no "invmw: warning:" on stderr')
+        else:
+            log('warning seen: ' + next(l for l in stderr.splitlines() if 'invmw: warning:' in l))
+        if os.path.exists(profile_json) or glob.glob(os.path.join(out_dir, 'raw', '*.bin')):
+            errors.append(f'a profile or raw dump was written in {out_dir}')
+    elif a.end == 'finalize':
+        if rc != 0:
+            errors.append(f'launcher exit status {rc}, expected 0')
+        if not os.path.exists(profile_json):
+            errors.append(f'no {profile_json}')
+        else:
+            with open(profile_json) as f:
+                profile = json.load(f)
+            expected = load_expected(expect_dir, a.np)
+            errors += check_ends(profile, a, incomplete=False)
+            errors += compare(profile, expected, a)
+            if not a.expect_end and any(r.get('end') != 'finalize'
+                                        for r in profile.get('ranks', [])):
+                errors.append('a rank did not end with finalize')
+    else:
+        log(f'{a.end}: launcher exit status {rc}')
+        if rc == 0:
+            errors.append(f'{a.end}: launcher exit status 0, expected non-zero')
+        if os.path.exists(profile_json):
+            errors.append(f'{a.end}: profile.json exists before merging (was MPI_Finalize '
+                          f'reached?)')
+        dumps = sorted(glob.glob(os.path.join(out_dir, 'raw', 'rank-*.bin')))
+        log(f'{a.end}: raw dumps: {[os.path.basename(d) for d in dumps]}')
+        m = subprocess.run([a.invmw, 'profile', '--json', out_dir], capture_output=True,
+                           text=True, timeout=60)
+        if m.returncode != 0:
+            raise CheckFailed(f'invmw profile --json {out_dir} failed ({m.returncode}): '
+                              f'{m.stderr}')
+        profile = json.loads(m.stdout)
+        expected = load_expected(expect_dir, a.np)
+        errors += check_ends(profile, a, incomplete=True)
+        errors += compare(profile, expected, a)
+
+    if a.helgrind:
+        total, ours = helgrind_reports(a.workdir)
+        log(f'helgrind: {total} report(s) in all, {len(ours)} with a frame in invmw')
+        for o in ours:
+            errors.append('helgrind report in invmw code:\n' + o)
+
+    if a.compare_plain or a.mismatch:
+        plain_env = {'INVMW_TEST_EXPECT_DIR': plain_expect}
+        prc, pout, perr = run(a, plain_env, prog, 'plain')
+        if prc != rc:
+            errors.append(f'exit status with preload {rc}, without {prc}')
+        if pout != stdout:
+            errors.append(f'stdout differs with and without the preload:\n--- with ---\n'
+                          f'{stdout}\n--- without ---\n{pout}')
+
+    if errors:
+        print(f'--- launcher stderr (preload run) ---\n{stderr[-4000:]}')
+        for e in errors:
+            print(f'FAIL: {e}')
+        return 1
+    log('PASS')
+    return 0
+
+
+if __name__ == '__main__':
+    try:
+        sys.exit(main())
+    except CheckFailed as e:
+        print(f'FAIL: {e}')
+        sys.exit(1)
