@@ -1,0 +1,52 @@
+// Communicators of the whole run, unified from each rank's local view.
+//
+// Why: every rank numbers its communicators itself (the `comm` field of records is that local
+// id), but OTF2 wants one global communicator definition with one group of world ranks. Two
+// local communicators are the same global one when they have the same member list (and, for
+// inter-communicators, the same pair of groups) and the same position in the creation order
+// among that rank's communicators with that member list: ranks create communicators in the
+// same collective order, so the k-th communicator over {0,2,4} on rank 0 is the k-th on rank 2.
+//
+// Contract: global id 0 is MPI_COMM_WORLD (members 0..N-1; local id 0 on every rank). An
+// inter-communicator is one global communicator whose group is the lower-ranked group followed
+// by the other; peers are mapped to positions in that combined group (OTF2 InterComm
+// definitions are not used).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "otf2_writer/raw_run.h"
+
+namespace invmw::otf2 {
+
+constexpr uint32_t kNoComm = UINT32_MAX;
+
+struct GlobalComm {
+  uint32_t id = 0;
+  std::string name;              // "MPI_COMM_WORLD", "comm 1 (3 ranks)", ...
+  std::vector<int32_t> members;  // world ranks in communicator-rank order
+  bool inter = false;
+  std::unordered_map<int32_t, uint32_t> rank_of;  // world rank -> communicator rank
+};
+
+class CommMap {
+ public:
+  // Unifies the communicators of all loaded ranks; findings go to *problems.
+  void Build(const RawRun& run, std::vector<std::string>* problems);
+
+  // Global id of rank `rank`'s local communicator `local`, or kNoComm when unknown.
+  uint32_t Global(int32_t rank, uint32_t local) const;
+  // The rank of world rank `world` within global communicator `id`, or UINT32_MAX.
+  uint32_t CommRank(uint32_t id, int32_t world) const;
+  const std::vector<GlobalComm>& comms() const { return comms_; }
+
+ private:
+  std::vector<GlobalComm> comms_;
+  std::map<std::pair<int32_t, uint32_t>, uint32_t> local_to_global_;
+};
+
+}  // namespace invmw::otf2

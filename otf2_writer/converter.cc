@@ -1,0 +1,758 @@
+#include "otf2_writer/converter.h"
+
+#include <otf2/otf2.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "otf2_writer/clock_model.h"
+#include "otf2_writer/comm_map.h"
+#include "otf2_writer/function_info.h"
+#include "otf2_writer/raw_run.h"
+
+namespace invmw::otf2 {
+namespace fs = std::filesystem;
+using trace::EventRecord;
+
+bool ConvertOptions::IsValid(std::string* error) const {
+  if (archive_name.empty() || archive_name.find('/') != std::string::npos) {
+    if (error) *error = "ConvertOptions::archive_name must be a non-empty name without '/'";
+    return false;
+  }
+  if (chunk_size_events < OTF2_CHUNK_SIZE_MIN || chunk_size_events > OTF2_CHUNK_SIZE_MAX ||
+      chunk_size_defs < OTF2_CHUNK_SIZE_MIN || chunk_size_defs > OTF2_CHUNK_SIZE_MAX) {
+    if (error)
+      *error =
+          "ConvertOptions::chunk_size_events/defs must be within 256 KiB .. 16 MiB (OTF2's limits)";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+void Check(OTF2_ErrorCode rc, const char* what) {
+  if (rc != OTF2_SUCCESS)
+    throw std::runtime_error(std::string("OTF2 error in ") + what + ": " + OTF2_Error_GetName(rc) +
+                             " (" + OTF2_Error_GetDescription(rc) + ")");
+}
+
+OTF2_FlushType PreFlush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) {
+  return OTF2_FLUSH;
+}
+const OTF2_FlushCallbacks kFlushCallbacks = {PreFlush, nullptr};
+
+class Strings {
+ public:
+  OTF2_StringRef operator()(const std::string& s) {
+    auto [it, added] = refs_.emplace(s, OTF2_StringRef(order_.size()));
+    if (added) order_.push_back(s);
+    return it->second;
+  }
+  void Write(OTF2_GlobalDefWriter* w) const {
+    for (size_t i = 0; i < order_.size(); ++i)
+      Check(OTF2_GlobalDefWriter_WriteString(w, OTF2_StringRef(i), order_[i].c_str()), "String");
+  }
+
+ private:
+  std::unordered_map<std::string, OTF2_StringRef> refs_;
+  std::vector<std::string> order_;
+};
+
+struct Region {
+  std::string name;
+  OTF2_RegionRole role;
+  OTF2_RegionFlag flags;
+};
+
+// A record of one thread that becomes one Enter..Leave (or a lone event), with the
+// completion/flush/cancel records that happened inside it.
+struct Unit {
+  const EventRecord* rec;
+  std::vector<const EventRecord*> nested;
+  // Persistent requests this MPI_Start/MPI_Startall started (request id, bytes), found by
+  // AttachPersistentStarts because start records carry no request id.
+  std::vector<std::pair<uint64_t, uint64_t>> starts;
+};
+
+struct LocationOut {
+  uint64_t id = 0;
+  std::string name;
+  int32_t rank = 0;
+  uint64_t events = 0;
+  uint64_t first_global = UINT64_MAX, last_global = 0;
+};
+
+struct ReqState {
+  enum Kind : uint8_t { kSend, kRecv, kColl, kOther } kind = kOther;
+  bool persistent = false, started = false, cancelled = false, null_peer = false;
+  uint32_t gcomm = 0;
+  int32_t peer = -1, tag = 0, root = -1;
+  uint64_t bytes = 0, sent = 0, recv = 0;
+  OTF2_CollectiveOp coll = OTF2_COLLECTIVE_OP_BARRIER;
+};
+
+// Writes the events of one rank: all its threads merged in time order, so a request started
+// on one thread and completed on another is still followed.
+class RankWriter {
+ public:
+  RankWriter(OTF2_Archive* archive, const RawRank& rank, const CommMap& comms,
+             const std::vector<FunctionInfo>& funcs, const std::vector<OTF2_RegionRef>& regions,
+             OTF2_RegionRef flush_region, OTF2_RegionRef pause_region, const ClockModel& clock,
+             std::map<std::string, uint64_t>* issues)
+      : archive_(archive),
+        rank_(rank),
+        comms_(comms),
+        funcs_(funcs),
+        regions_(regions),
+        flush_region_(flush_region),
+        pause_region_(pause_region),
+        clock_(clock),
+        issues_(issues) {}
+
+  uint64_t Run(std::vector<LocationOut>* outs) {
+    const size_t nthreads = rank_.threads.size();
+    std::vector<std::vector<Unit>> units(nthreads);
+    for (size_t i = 0; i < nthreads; ++i) units[i] = MakeUnits(rank_.threads[i].records);
+    writers_.resize(nthreads);
+    last_.assign(nthreads, 0);
+    locs_.resize(nthreads);
+    for (size_t i = 0; i < nthreads; ++i) {
+      locs_[i].id = LocationId(rank_.rank, rank_.threads[i].index);
+      locs_[i].rank = rank_.rank;
+      locs_[i].name = "rank " + std::to_string(rank_.rank) + " " + rank_.threads[i].name;
+      writers_[i] = OTF2_Archive_GetEvtWriter(archive_, locs_[i].id);
+      if (!writers_[i]) throw std::runtime_error("OTF2_Archive_GetEvtWriter failed");
+    }
+    // k-way merge by the start of each thread's next unit; per-thread order is kept.
+    std::vector<std::pair<size_t, size_t>> order;  // (thread, unit)
+    std::vector<size_t> pos(nthreads, 0);
+    while (true) {
+      size_t best = nthreads;
+      for (size_t i = 0; i < nthreads; ++i)
+        if (pos[i] < units[i].size() &&
+            (best == nthreads ||
+             units[i][pos[i]].rec->t_enter < units[best][pos[best]].rec->t_enter))
+          best = i;
+      if (best == nthreads) break;
+      order.emplace_back(best, pos[best]++);
+    }
+    AttachPersistentStarts(&units, order);
+    uint64_t events = 0;
+    for (const auto& [thread, unit] : order) {
+      cur_ = thread;
+      WriteUnit(units[thread][unit]);
+    }
+    for (size_t i = 0; i < nthreads; ++i) {
+      Check(OTF2_Archive_CloseEvtWriter(archive_, writers_[i]), "CloseEvtWriter");
+      events += locs_[i].events;
+      outs->push_back(locs_[i]);
+    }
+    return events;
+  }
+
+ private:
+  // MPI_Start/MPI_Startall records name no request, so each cycle of a persistent request
+  // (start .. completion or cancellation) is given the earliest start call of its rank after
+  // the previous cycle ended. Earliest, because a start placed too early keeps every message
+  // causal (its send begins before its receive ends), while one placed too late may not.
+  void AttachPersistentStarts(std::vector<std::vector<Unit>>* units,
+                              const std::vector<std::pair<size_t, size_t>>& order) {
+    std::unordered_map<uint64_t, size_t> cycle_begin;   // persistent request -> position
+    std::unordered_map<uint64_t, bool> explicit_start;  // a start record named it this cycle
+    std::vector<size_t> starts;                         // positions of anonymous start calls
+    auto unit_at = [&](size_t p) -> Unit& { return (*units)[order[p].first][order[p].second]; };
+    for (size_t p = 0; p < order.size(); ++p) {
+      const Unit& u = unit_at(p);
+      const EventRecord& r = *u.rec;
+      if (r.type == trace::kCall && r.func < funcs_.size()) {
+        const Op op = funcs_[r.func].op;
+        if ((op == Op::kSendInit || op == Op::kRecvInit) && r.request) cycle_begin[r.request] = p;
+        if (op == Op::kStart) {
+          if (r.request)
+            explicit_start[r.request] = true;
+          else
+            starts.push_back(p);
+        }
+      }
+      auto end_of_cycle = [&](const EventRecord& c) {
+        if (c.type != trace::kCompletion && c.type != trace::kCancelled) return;
+        auto begin = cycle_begin.find(c.request);
+        if (begin == cycle_begin.end()) return;  // not persistent
+        if (!explicit_start[c.request]) {
+          auto it = std::upper_bound(starts.begin(), starts.end(), begin->second);
+          if (it != starts.end() && *it < p)
+            unit_at(*it).starts.emplace_back(c.request, c.bytes_sent);
+        }
+        explicit_start[c.request] = false;
+        begin->second = p;
+      };
+      end_of_cycle(r);
+      for (const EventRecord* n : u.nested) end_of_cycle(*n);
+    }
+  }
+
+  static bool Nestable(uint8_t type) {
+    return type == trace::kCompletion || type == trace::kFlush || type == trace::kCancelled;
+  }
+
+  std::vector<Unit> MakeUnits(const std::vector<EventRecord>& recs) {
+    std::vector<Unit> out;
+    out.reserve(recs.size());
+    std::vector<const EventRecord*> pending;
+    for (const EventRecord& r : recs) {
+      if (Nestable(r.type)) {
+        pending.push_back(&r);
+        continue;
+      }
+      if (r.type > trace::kPause) {
+        ++(*issues_)["records of unknown type skipped"];
+        continue;
+      }
+      Unit u{&r, {}, {}};
+      if (r.type != trace::kCall) {
+        // Not a call, so nothing nests in it: what happened before it goes out first.
+        auto before =
+            std::stable_partition(pending.begin(), pending.end(),
+                                  [&](const EventRecord* p) { return p->t_enter < r.t_enter; });
+        for (auto it = pending.begin(); it != before; ++it) out.push_back({*it, {}, {}});
+        pending.erase(pending.begin(), before);
+      } else {
+        std::vector<const EventRecord*> after;
+        for (const EventRecord* p : pending) {
+          if (p->t_enter < r.t_enter)
+            out.push_back({p, {}, {}});  // happened before this call: on its own
+          else if (p->t_enter <= r.t_leave)
+            u.nested.push_back(p);
+          else
+            after.push_back(p);  // e.g. a buffer flush while the call's record was stored
+        }
+        pending = std::move(after);
+      }
+      out.push_back(std::move(u));
+    }
+    for (const EventRecord* p : pending) out.push_back({p, {}, {}});
+    return out;
+  }
+
+  // Every timestamp goes through here: local ticks, never decreasing per location.
+  uint64_t T(uint64_t t) {
+    uint64_t& last = last_[cur_];
+    if (t < last) {
+      ++(*issues_)["timestamps raised to keep a location monotone"];
+      t = last;
+    }
+    last = t;
+    LocationOut& l = locs_[cur_];
+    const uint64_t g = clock_.ToGlobal(t);
+    l.first_global = std::min(l.first_global, g);
+    l.last_global = std::max(l.last_global, g);
+    ++l.events;
+    return t;
+  }
+  OTF2_EvtWriter* W() { return writers_[cur_]; }
+
+  const FunctionInfo* Func(uint16_t f) {
+    if (f >= funcs_.size()) {
+      ++(*issues_)["records with a function index outside the \"functions\" line skipped"];
+      return nullptr;
+    }
+    return &funcs_[f];
+  }
+  uint32_t GComm(uint32_t local) {
+    uint32_t g = comms_.Global(rank_.rank, local);
+    if (g == kNoComm)
+      ++(*issues_)["records on a communicator without a \"comm\" line (MPI_COMM_WORLD used)"];
+    return g == kNoComm ? 0 : g;
+  }
+  uint32_t Peer(uint32_t gcomm, int32_t world) {
+    uint32_t r = comms_.CommRank(gcomm, world);
+    if (r == UINT32_MAX) ++(*issues_)["peers that are not members of the communicator"];
+    return r;
+  }
+  uint32_t Root(const FunctionInfo& f, uint32_t gcomm, int32_t world) {
+    if (!f.rooted || world < 0) return OTF2_UNDEFINED_UINT32;
+    return Peer(gcomm, world);
+  }
+
+  void WriteUnit(const Unit& u) {
+    const EventRecord& r = *u.rec;
+    switch (r.type) {
+      case trace::kCall:
+        return WriteCall(u);
+      case trace::kCompletion:
+        return Complete(r);
+      case trace::kCancelled:
+        return Cancel(r);
+      case trace::kFlush:
+      case trace::kPause: {
+        const OTF2_RegionRef reg = r.type == trace::kFlush ? flush_region_ : pause_region_;
+        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), reg), "Enter");
+        Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
+        return;
+      }
+      case trace::kTestFail: {
+        // One record stands for bytes_sent consecutive unsuccessful tests: one region visit.
+        if (r.func >= regions_.size()) return (void)Func(r.func);
+        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), regions_[r.func]), "Enter");
+        if (r.request)
+          Check(OTF2_EvtWriter_MpiRequestTest(W(), nullptr, T(r.t_enter), r.request),
+                "MpiRequestTest");
+        Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), regions_[r.func]), "Leave");
+        return;
+      }
+    }
+  }
+
+  void WriteCall(const Unit& u) {
+    const EventRecord& r = *u.rec;
+    const FunctionInfo* f = Func(r.func);
+    if (!f) return;
+    const OTF2_RegionRef reg = regions_[r.func];
+    Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), reg), "Enter");
+    // Only calls that carry a communicator look it up (RMA and I/O records have none).
+    uint32_t gcomm_cache = kNoComm;
+    auto gcomm = [&] {
+      return gcomm_cache != kNoComm ? gcomm_cache : (gcomm_cache = GComm(r.comm));
+    };
+    switch (f->op) {
+      case Op::kSend:
+      case Op::kSendrecv:
+        if (r.peer >= 0)
+          Check(OTF2_EvtWriter_MpiSend(W(), nullptr, T(r.t_enter), Peer(gcomm(), r.peer), gcomm(),
+                                       uint32_t(r.tag), r.bytes_sent),
+                "MpiSend");
+        break;
+      case Op::kIsend:
+      case Op::kIrecv:
+      case Op::kSendInit:
+      case Op::kRecvInit: {
+        if (!r.request) break;
+        ReqState s;
+        const bool send = f->op == Op::kIsend || f->op == Op::kSendInit;
+        s.kind = send ? ReqState::kSend : ReqState::kRecv;
+        s.persistent =
+            f->op == Op::kSendInit || f->op == Op::kRecvInit || (r.flags & trace::kFlagPersistent);
+        s.gcomm = gcomm();
+        s.peer = r.peer;
+        s.tag = r.tag;
+        s.bytes = r.bytes_sent;
+        s.null_peer = send ? r.peer < 0 : r.peer == -2;
+        reqs_[r.request] = s;
+        if (!s.persistent) StartRequest(r.request, reqs_[r.request], r.t_enter, 0);
+        break;
+      }
+      case Op::kStart:
+        for (const auto& [id, bytes] : u.starts)
+          if (auto it = reqs_.find(id); it != reqs_.end())
+            StartRequest(id, it->second, r.t_enter, bytes);
+        if (r.request) {
+          auto it = reqs_.find(r.request);
+          if (it == reqs_.end())
+            ++(*issues_)["MPI_Start of an unknown request"];
+          else
+            StartRequest(r.request, it->second, r.t_enter, r.bytes_sent);
+        }
+        break;
+      case Op::kCollective:
+        Check(OTF2_EvtWriter_MpiCollectiveBegin(W(), nullptr, T(r.t_enter)), "MpiCollectiveBegin");
+        break;
+      case Op::kNbCollective:
+        if (r.request) {
+          ReqState s;
+          s.kind = ReqState::kColl;
+          s.gcomm = gcomm();
+          s.root = int32_t(Root(*f, gcomm(), r.peer));
+          s.sent = r.bytes_sent;
+          s.recv = r.bytes_recv;
+          s.coll = f->coll;
+          reqs_[r.request] = s;
+          Check(OTF2_EvtWriter_NonBlockingCollectiveRequest(W(), nullptr, T(r.t_enter), r.request),
+                "NonBlockingCollectiveRequest");
+        }
+        break;
+      case Op::kOtherRequest:
+        if (r.request) reqs_[r.request] = ReqState{};
+        break;
+      case Op::kCommNew:
+      case Op::kCommFree: {
+        const uint32_t g = comms_.Global(rank_.rank, r.comm);
+        if (g == kNoComm || g == 0) break;  // MPI_COMM_NULL result, or not described in defs
+        Check(OTF2_EvtWriter_MpiCollectiveBegin(W(), nullptr, T(r.t_enter)), "MpiCollectiveBegin");
+        if (f->op == Op::kCommNew)
+          Check(OTF2_EvtWriter_CommCreate(W(), nullptr, T(r.t_leave), g), "CommCreate");
+        else
+          Check(OTF2_EvtWriter_CommDestroy(W(), nullptr, T(r.t_leave), g), "CommDestroy");
+        Check(OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave),
+                                              f->op == Op::kCommNew
+                                                  ? OTF2_COLLECTIVE_OP_CREATE_HANDLE
+                                                  : OTF2_COLLECTIVE_OP_DESTROY_HANDLE,
+                                              g, OTF2_UNDEFINED_UINT32, 0, 0),
+              "MpiCollectiveEnd");
+        break;
+      }
+      default:
+        break;
+    }
+    std::vector<const EventRecord*> nested = u.nested;
+    std::stable_sort(nested.begin(), nested.end(), [](const EventRecord* a, const EventRecord* b) {
+      return a->t_enter < b->t_enter;
+    });
+    for (const EventRecord* n : nested) {
+      if (n->type == trace::kCompletion)
+        Complete(*n);
+      else if (n->type == trace::kCancelled)
+        Cancel(*n);
+      else {
+        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(n->t_enter), flush_region_), "Enter");
+        Check(OTF2_EvtWriter_Leave(W(), nullptr, T(std::min(n->t_leave, r.t_leave)), flush_region_),
+              "Leave");
+      }
+    }
+    switch (f->op) {
+      case Op::kRecv:
+        if (r.peer >= 0)
+          Check(OTF2_EvtWriter_MpiRecv(W(), nullptr, T(r.t_leave), Peer(gcomm(), r.peer), gcomm(),
+                                       uint32_t(r.tag), r.bytes_recv),
+                "MpiRecv");
+        break;
+      case Op::kSendrecv:
+        if (r.peer2 >= 0)
+          Check(OTF2_EvtWriter_MpiRecv(W(), nullptr, T(r.t_leave), Peer(gcomm(), r.peer2), gcomm(),
+                                       uint32_t(r.tag2), r.bytes_recv),
+                "MpiRecv");
+        break;
+      case Op::kCollective:
+        Check(
+            OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave), f->coll, gcomm(),
+                                            Root(*f, gcomm(), r.peer), r.bytes_sent, r.bytes_recv),
+            "MpiCollectiveEnd");
+        break;
+      default:
+        break;
+    }
+    Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
+  }
+
+  void StartRequest(uint64_t id, ReqState& s, uint64_t t, uint64_t start_bytes) {
+    s.started = true;
+    s.cancelled = false;
+    if (s.null_peer) return;
+    if (s.kind == ReqState::kSend)
+      Check(OTF2_EvtWriter_MpiIsend(W(), nullptr, T(t), Peer(s.gcomm, s.peer), s.gcomm,
+                                    uint32_t(s.tag), start_bytes ? start_bytes : s.bytes, id),
+            "MpiIsend");
+    else if (s.kind == ReqState::kRecv)
+      Check(OTF2_EvtWriter_MpiIrecvRequest(W(), nullptr, T(t), id), "MpiIrecvRequest");
+  }
+
+  void Complete(const EventRecord& c) {
+    auto it = reqs_.find(c.request);
+    if (it == reqs_.end()) {
+      ++(*issues_)["completions of requests whose start was not recorded"];
+      return;
+    }
+    ReqState& s = it->second;
+    if (!s.cancelled) {
+      // A persistent request whose start could not be placed starts at its completion.
+      if (!s.started) StartRequest(c.request, s, c.t_enter, c.bytes_sent);
+      if (s.kind == ReqState::kSend && !s.null_peer) {
+        Check(OTF2_EvtWriter_MpiIsendComplete(W(), nullptr, T(c.t_enter), c.request),
+              "MpiIsendComplete");
+      } else if (s.kind == ReqState::kRecv && !s.null_peer && c.peer != -2) {
+        const int32_t src = c.peer >= 0 ? c.peer : s.peer;
+        const uint32_t gcomm = s.gcomm;
+        Check(
+            OTF2_EvtWriter_MpiIrecv(W(), nullptr, T(c.t_enter), Peer(gcomm, src), gcomm,
+                                    uint32_t(c.peer >= 0 ? c.tag : s.tag), c.bytes_sent, c.request),
+            "MpiIrecv");
+      } else if (s.kind == ReqState::kColl) {
+        Check(OTF2_EvtWriter_NonBlockingCollectiveComplete(W(), nullptr, T(c.t_enter), s.coll,
+                                                           s.gcomm, uint32_t(s.root), s.sent,
+                                                           s.recv, c.request),
+              "NonBlockingCollectiveComplete");
+      }
+    }
+    if (s.persistent)
+      s.started = s.cancelled = false;
+    else
+      reqs_.erase(it);
+  }
+
+  void Cancel(const EventRecord& c) {
+    auto it = reqs_.find(c.request);
+    if (it == reqs_.end()) {
+      ++(*issues_)["cancellations of unknown requests"];
+      return;
+    }
+    // The runtime records a cancellation instead of the completion (in the Wait/Test that
+    // completes the request); a completion that still follows is silent.
+    ReqState& s = it->second;
+    if (!s.started) StartRequest(c.request, s, c.t_enter, c.bytes_sent);
+    Check(OTF2_EvtWriter_MpiRequestCancelled(W(), nullptr, T(c.t_enter), c.request),
+          "MpiRequestCancelled");
+    s.cancelled = true;
+    if (s.persistent) s.started = false;
+  }
+
+  OTF2_Archive* archive_;
+  const RawRank& rank_;
+  const CommMap& comms_;
+  const std::vector<FunctionInfo>& funcs_;
+  const std::vector<OTF2_RegionRef>& regions_;
+  OTF2_RegionRef flush_region_, pause_region_;
+  const ClockModel& clock_;
+  std::map<std::string, uint64_t>* issues_;
+  std::vector<OTF2_EvtWriter*> writers_;
+  std::vector<uint64_t> last_;
+  std::vector<LocationOut> locs_;
+  size_t cur_ = 0;
+  std::unordered_map<uint64_t, ReqState> reqs_;
+};
+
+}  // namespace
+
+ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options) {
+  std::string error;
+  if (!options.IsValid(&error)) throw std::invalid_argument(error);
+  ConvertResult result;
+  LoadOptions lo;
+  lo.events = false;
+  RawRun run = LoadRawRun(run_dir, lo);
+  result.world_size = run.world_size;
+  result.problems = run.problems;
+
+  const fs::path dir(run_dir);
+  const std::string name = options.archive_name;
+  result.archive = (dir / (name + ".otf2")).string();
+  if (fs::exists(dir / (name + ".otf2")) || fs::exists(dir / name) ||
+      fs::exists(dir / (name + ".def"))) {
+    if (!options.overwrite)
+      throw std::runtime_error(result.archive + ": archive exists (overwrite is off)");
+    fs::remove(dir / (name + ".otf2"));
+    fs::remove(dir / (name + ".def"));
+    fs::remove_all(dir / name);
+  }
+
+  CommMap comms;
+  comms.Build(run, &result.problems);
+  Strings str;
+
+  // Regions: one per function name across ranks, plus the two invmw regions.
+  std::vector<Region> regions;
+  std::map<std::string, OTF2_RegionRef> region_of;
+  auto region = [&](const std::string& n, OTF2_RegionRole role, OTF2_RegionFlag flags) {
+    auto [it, added] = region_of.emplace(n, OTF2_RegionRef(regions.size()));
+    if (added) regions.push_back({n, role, flags});
+    return it->second;
+  };
+  const OTF2_RegionRef flush_region =
+      region("invmw:flush", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  const OTF2_RegionRef pause_region =
+      region("invmw:paused", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+
+  OTF2_Archive* archive = OTF2_Archive_Open(run_dir.c_str(), name.c_str(), OTF2_FILEMODE_WRITE,
+                                            options.chunk_size_events, options.chunk_size_defs,
+                                            OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+  if (!archive) throw std::runtime_error(result.archive + ": OTF2_Archive_Open failed");
+  struct Closer {
+    OTF2_Archive* a;
+    ~Closer() {
+      if (a) OTF2_Archive_Close(a);
+    }
+  } closer{archive};
+  Check(OTF2_Archive_SetFlushCallbacks(archive, &kFlushCallbacks, nullptr), "SetFlushCallbacks");
+  Check(OTF2_Archive_SetSerialCollectiveCallbacks(archive), "SetSerialCollectiveCallbacks");
+  Check(OTF2_Archive_SetCreator(archive, "invmw trace convert"), "SetCreator");
+  Check(OTF2_Archive_SetDescription(archive, "MPI trace recorded by invmw (LD_PRELOAD)"),
+        "SetDescription");
+  Check(OTF2_Archive_OpenEvtFiles(archive), "OpenEvtFiles");
+
+  std::map<std::string, uint64_t> issues;
+  std::vector<LocationOut> locations;
+  std::map<int32_t, ClockModel> clocks;
+  for (RawRank& rank : run.ranks) {
+    std::string warn;
+    clocks[rank.rank] = ClockModel::For(rank, &warn);
+    if (!warn.empty()) result.problems.push_back(warn);
+    if (!rank.has_end || rank.dropped_events) result.partial = true;
+
+    std::vector<FunctionInfo> funcs;
+    std::vector<OTF2_RegionRef> refs;
+    for (size_t i = 0; i < rank.func_names.size(); ++i) {
+      funcs.push_back(
+          ClassifyFunction(rank.func_names[i], rank.func_kinds[i], rank.func_classes[i]));
+      refs.push_back(region(rank.func_names[i], funcs.back().role, OTF2_REGION_FLAG_NONE));
+    }
+    LoadRankEvents(run_dir, &rank, &result.problems);
+    if (rank.threads.empty()) {  // defs but no events at all: still one (empty) location
+      rank.threads.push_back({});
+      rank.threads.back().name = "main";
+    }
+    for (const auto& t : rank.threads) result.records_in += t.records.size();
+    std::map<std::string, uint64_t> rank_issues;
+    RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, clocks[rank.rank],
+                 &rank_issues);
+    result.events_out += w.Run(&locations);
+    for (const auto& [what, n] : rank_issues)
+      result.problems.push_back("rank " + std::to_string(rank.rank) + ": " + std::to_string(n) +
+                                " " + what);
+    for (auto& t : rank.threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
+    ++result.ranks_converted;
+  }
+  // A rank that left no usable defs still gets an (empty) location, with files, so that
+  // COMM_LOCATIONS covers the world and readers find a file for every location.
+  std::vector<uint64_t> empty_locations;
+  for (int32_t r = 0; r < run.world_size; ++r) {
+    if (std::any_of(run.ranks.begin(), run.ranks.end(),
+                    [&](const RawRank& x) { return x.rank == r; }))
+      continue;
+    empty_locations.push_back(LocationId(r, 0));
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, empty_locations.back());
+    if (!w) throw std::runtime_error("OTF2_Archive_GetEvtWriter failed");
+    Check(OTF2_Archive_CloseEvtWriter(archive, w), "CloseEvtWriter");
+    result.partial = true;
+  }
+  Check(OTF2_Archive_CloseEvtFiles(archive), "CloseEvtFiles");
+
+  // Local definitions: each location's clock offsets, for readers to correct its timestamps.
+  Check(OTF2_Archive_OpenDefFiles(archive), "OpenDefFiles");
+  for (const LocationOut& l : locations) {
+    OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, l.id);
+    if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
+    const ClockModel& c = clocks[l.rank];
+    if (c.t0 || c.offset0) {
+      Check(OTF2_DefWriter_WriteClockOffset(dw, c.t0, c.offset0, c.stddev0), "ClockOffset");
+      // The OTF2 reader interpolates between consecutive offsets and ignores a lone one, so
+      // a constant offset is written twice.
+      if (c.has_second)
+        Check(OTF2_DefWriter_WriteClockOffset(dw, c.t1, c.offset1, c.stddev1), "ClockOffset");
+      else
+        Check(OTF2_DefWriter_WriteClockOffset(dw, c.t0 + 1, c.offset0, c.stddev0), "ClockOffset");
+    }
+    Check(OTF2_Archive_CloseDefWriter(archive, dw), "CloseDefWriter");
+  }
+  for (uint64_t id : empty_locations) {
+    OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, id);
+    if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
+    Check(OTF2_Archive_CloseDefWriter(archive, dw), "CloseDefWriter");
+  }
+  Check(OTF2_Archive_CloseDefFiles(archive), "CloseDefFiles");
+
+  // Global definitions.
+  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
+  if (!g) throw std::runtime_error("OTF2_Archive_GetGlobalDefWriter failed");
+  const RawRank& ref = run.ranks.front();  // rank 0 when present: the reference clock
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& l : locations)
+    if (l.events) {
+      first = std::min(first, l.first_global);
+      last = std::max(last, l.last_global);
+    }
+  if (first == UINT64_MAX) first = last = ref.init_ticks;
+  uint64_t realtime = OTF2_UNDEFINED_TIMESTAMP;
+  if (ref.init_realtime_ns > 0) {
+    const double ref_init = double(clocks[ref.rank].ToGlobal(ref.init_ticks));
+    realtime = uint64_t(double(ref.init_realtime_ns) +
+                        (double(first) - ref_init) / ref.ticks_per_second * 1e9);
+  }
+  Check(OTF2_GlobalDefWriter_WriteClockProperties(g, uint64_t(ref.ticks_per_second + 0.5), first,
+                                                  last - first, realtime),
+        "ClockProperties");
+
+  // Strings are referenced by everything below; collect them first, write them first.
+  std::vector<std::string> hosts;
+  std::map<int32_t, const RawRank*> by_rank;
+  for (const auto& r : run.ranks) {
+    by_rank[r.rank] = &r;
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  }
+  const OTF2_StringRef s_empty = str("");
+  const OTF2_StringRef s_machine = str("machine"), s_node = str("node");
+  const OTF2_StringRef s_run = str("invmw run");
+  std::vector<OTF2_StringRef> s_hosts;
+  for (const auto& h : hosts) s_hosts.push_back(str(h.empty() ? "unknown host" : h));
+  std::vector<OTF2_StringRef> s_regions;
+  for (const auto& r : regions) s_regions.push_back(str(r.name));
+  std::vector<OTF2_StringRef> s_groups, s_locs;
+  for (int32_t r = 0; r < run.world_size; ++r)
+    s_groups.push_back(str("rank " + std::to_string(r) + (by_rank.count(r) ? "" : " (missing)")));
+  for (const auto& l : locations) s_locs.push_back(str(l.name));
+  const OTF2_StringRef s_world_locs = str("MPI_COMM_WORLD locations");
+  std::vector<OTF2_StringRef> s_comms;
+  for (const auto& c : comms.comms()) s_comms.push_back(str(c.name));
+  const OTF2_StringRef s_missing_loc = str("missing rank");
+  str.Write(g);
+
+  for (size_t i = 0; i < regions.size(); ++i)
+    Check(OTF2_GlobalDefWriter_WriteRegion(g, OTF2_RegionRef(i), s_regions[i], s_regions[i],
+                                           s_empty, regions[i].role, OTF2_PARADIGM_MPI,
+                                           regions[i].flags, s_empty, 0, 0),
+          "Region");
+  Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_run, s_machine,
+                                                 OTF2_UNDEFINED_SYSTEM_TREE_NODE),
+        "SystemTreeNode");
+  for (size_t i = 0; i < hosts.size(); ++i)
+    Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, OTF2_SystemTreeNodeRef(i + 1), s_hosts[i],
+                                                   s_node, 0),
+          "SystemTreeNode");
+  for (int32_t r = 0; r < run.world_size; ++r) {
+    OTF2_SystemTreeNodeRef parent = 0;
+    if (by_rank.count(r))
+      parent = OTF2_SystemTreeNodeRef(std::find(hosts.begin(), hosts.end(), by_rank[r]->host) -
+                                      hosts.begin() + 1);
+    Check(OTF2_GlobalDefWriter_WriteLocationGroup(g, OTF2_LocationGroupRef(r), s_groups[r],
+                                                  OTF2_LOCATION_GROUP_TYPE_PROCESS, parent,
+                                                  OTF2_UNDEFINED_LOCATION_GROUP),
+          "LocationGroup");
+  }
+  // Every world rank needs a location in COMM_LOCATIONS, even one that left no data.
+  std::vector<uint64_t> rank_location(run.world_size, OTF2_UNDEFINED_LOCATION);
+  for (size_t i = 0; i < locations.size(); ++i) {
+    const auto& l = locations[i];
+    Check(OTF2_GlobalDefWriter_WriteLocation(g, l.id, s_locs[i], OTF2_LOCATION_TYPE_CPU_THREAD,
+                                             l.events, OTF2_LocationGroupRef(l.rank)),
+          "Location");
+    if (l.rank < run.world_size && rank_location[l.rank] == OTF2_UNDEFINED_LOCATION)
+      rank_location[l.rank] = l.id;
+  }
+  for (int32_t r = 0; r < run.world_size; ++r)
+    if (rank_location[r] == OTF2_UNDEFINED_LOCATION) {
+      rank_location[r] = LocationId(r, 0);
+      Check(OTF2_GlobalDefWriter_WriteLocation(g, rank_location[r], s_missing_loc,
+                                               OTF2_LOCATION_TYPE_CPU_THREAD, 0,
+                                               OTF2_LocationGroupRef(r)),
+            "Location");
+    }
+  result.locations = locations.size();
+  Check(OTF2_GlobalDefWriter_WriteGroup(g, 0, s_world_locs, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                        OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                                        uint32_t(rank_location.size()), rank_location.data()),
+        "Group");
+  for (const auto& c : comms.comms()) {
+    std::vector<uint64_t> members(c.members.begin(), c.members.end());
+    Check(OTF2_GlobalDefWriter_WriteGroup(
+              g, OTF2_GroupRef(c.id + 1), s_comms[c.id], OTF2_GROUP_TYPE_COMM_GROUP,
+              OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, uint32_t(members.size()), members.data()),
+          "Group");
+  }
+  for (const auto& c : comms.comms())
+    Check(OTF2_GlobalDefWriter_WriteComm(
+              g, c.id, s_comms[c.id], OTF2_GroupRef(c.id + 1), c.id == 0 ? OTF2_UNDEFINED_COMM : 0,
+              c.id == 0 ? OTF2_COMM_FLAG_NONE : OTF2_COMM_FLAG_CREATE_DESTROY_EVENTS),
+          "Comm");
+  Check(
+      OTF2_Archive_SetProperty(archive, "INVMW::PARTIAL", result.partial ? "true" : "false", true),
+      "SetProperty");
+  Check(OTF2_Archive_SetProperty(archive, "INVMW::PROBLEMS",
+                                 std::to_string(result.problems.size()).c_str(), true),
+        "SetProperty");
+  closer.a = nullptr;
+  Check(OTF2_Archive_Close(archive), "Archive_Close");
+  return result;
+}
+
+}  // namespace invmw::otf2

@@ -1,0 +1,52 @@
+// Builds the OTF2 archive (traces.otf2, traces.def, traces/) of a run from its raw trace.
+//
+// Why offline: see common/event_format.h. One process writes every location through the OTF2
+// library in serial mode, rank by rank, so memory stays bounded by the largest rank's raw
+// events. The same function serves the normal end of a run and `invmw trace recover` after a
+// crash; a damaged raw trace gives a partial archive and a list of problems, not a failure.
+//
+// What is written (docs/otf2.md has the full mapping): one location group per rank, one
+// location per recorded thread, MPI-paradigm regions with roles, the MPI records (p2p with
+// peers as communicator ranks, nonblocking requests, collectives, communicator creation),
+// "invmw:flush" and "invmw:paused" regions, communicators with COMM_LOCATIONS / COMM_GROUP
+// groups, clock properties, and per-location ClockOffset definitions. Event timestamps are each
+// rank's own ticks; OTF2 readers apply the clock offsets (see clock_model.h).
+//
+// Contract: returns a result whose `problems` lists everything dropped or doubtful; throws
+// std::runtime_error when nothing can be converted (no raw trace) or the OTF2 library fails.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace invmw::otf2 {
+
+struct ConvertOptions {
+  std::string archive_name = "traces";  // traces.otf2 / traces.def / traces/
+  bool overwrite = true;                // replace an existing archive of that name
+  uint64_t chunk_size_events = 1 << 20;
+  uint64_t chunk_size_defs = 4 << 20;
+
+  bool IsValid(std::string* error) const;
+};
+
+struct ConvertResult {
+  std::string archive;  // path of the .otf2 anchor file
+  int32_t world_size = 0;
+  int32_t ranks_converted = 0;
+  uint64_t locations = 0;
+  uint64_t records_in = 0;  // raw records read
+  uint64_t events_out = 0;  // OTF2 events written
+  bool partial = false;     // some rank did not end cleanly, or data was dropped
+  std::vector<std::string> problems;
+};
+
+ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options = {});
+
+// OTF2 location id of (rank, thread index); the location group id of a rank is the rank.
+inline uint64_t LocationId(int32_t rank, int32_t thread) {
+  return (uint64_t(uint32_t(thread)) << 32) | uint32_t(rank);
+}
+
+}  // namespace invmw::otf2

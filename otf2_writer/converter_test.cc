@@ -1,0 +1,347 @@
+// Converter, reader, export and check on synthetic runs whose correct result is known.
+#include "otf2_writer/converter.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "otf2_writer/perfetto_export.h"
+#include "otf2_writer/raw_run.h"
+#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/trace_check.h"
+#include "otf2_writer/trace_reader.h"
+
+namespace invmw::otf2 {
+namespace {
+namespace fs = std::filesystem;
+using testing::Expected;
+using testing::SyntheticOptions;
+
+std::string TempDir(const std::string& name) {
+  return (fs::temp_directory_path() / ("invmw-conv-" + name + "-" + std::to_string(::getpid())))
+      .string();
+}
+
+// Runs a shell command; returns its exit status and stdout.
+int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::map<std::string, uint64_t> CountByType(const Trace& t) {
+  std::map<std::string, uint64_t> m;
+  for (const auto& l : t.locations)
+    for (const auto& e : l.events) m[EventTypeName(e.type)]++;
+  return m;
+}
+std::map<int32_t, std::map<std::string, uint64_t>> CountByRank(const Trace& t) {
+  std::map<int32_t, std::map<std::string, uint64_t>> m;
+  for (const auto& l : t.locations)
+    for (const auto& e : l.events) m[l.rank][EventTypeName(e.type)]++;
+  return m;
+}
+
+class ConvertedRun : public ::testing::Test {
+ protected:
+  void Make(const SyntheticOptions& o, const std::string& name) {
+    opts_ = o;
+    dir_ = TempDir(name);
+    expected_ = testing::WriteSyntheticRun(dir_, o);
+    result_ = ConvertToOtf2(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+  std::string Archive() const { return dir_ + "/traces.otf2"; }
+
+  SyntheticOptions opts_;
+  std::string dir_;
+  Expected expected_;
+  ConvertResult result_;
+};
+
+TEST_F(ConvertedRun, OwnReaderSeesExactlyTheSyntheticRun) {
+  SyntheticOptions o;
+  o.iterations = 3;
+  Make(o, "own");
+  EXPECT_TRUE(result_.problems.empty()) << result_.problems.front();
+  EXPECT_FALSE(result_.partial);
+  EXPECT_EQ(result_.records_in, expected_.records);
+  EXPECT_EQ(result_.locations, 4u);
+
+  Trace t = ReadTrace(Archive());
+  EXPECT_EQ(t.timer_resolution, 1000000000u);
+  EXPECT_NEAR(double(t.global_offset), double(o.base_ticks), 2.0);  // MPI_Init enter, true time 0
+  EXPECT_NE(t.realtime_ns, 0u);
+  EXPECT_EQ(t.properties["INVMW::PARTIAL"], "false");
+  EXPECT_EQ(CountByType(t), expected_.by_type);
+  EXPECT_EQ(CountByRank(t), expected_.by_rank);
+  uint64_t total = 0;
+  for (const auto& [type, n] : expected_.by_type) total += n;
+  EXPECT_EQ(result_.events_out, total);
+
+  // Every message found, with its bytes and tag, at its true (corrected) times.
+  ASSERT_EQ(t.messages.size(), expected_.messages.size());
+  EXPECT_TRUE(t.unmatched_sends.empty());
+  EXPECT_TRUE(t.unmatched_recvs.empty());
+  auto want = expected_.messages;
+  std::sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.send_true < b.send_true; });
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Message& m = t.messages[i];
+    SCOPED_TRACE("message " + std::to_string(i));
+    EXPECT_EQ(m.src, want[i].src);
+    EXPECT_EQ(m.dst, want[i].dst);
+    EXPECT_EQ(m.tag, want[i].tag);
+    EXPECT_EQ(m.bytes, want[i].bytes);
+    EXPECT_EQ(m.recv_bytes, want[i].bytes);
+    const auto& se = t.locations[m.send_loc].events[m.send_event];
+    const auto& re = t.locations[m.recv_loc].events[m.recv_event];
+    EXPECT_NEAR(double(se.ticks), double(o.base_ticks + want[i].send_true), 2.0);
+    EXPECT_NEAR(double(re.ticks), double(o.base_ticks + want[i].recv_true), 2.0);
+    EXPECT_GE(m.recv_time, m.send_time);
+  }
+  CheckReport r = CheckTrace(t);
+  EXPECT_TRUE(r.ok) << (r.failures.empty() ? "" : r.failures.front());
+}
+
+// The injected offsets must matter, or the causality checks above would prove nothing.
+TEST_F(ConvertedRun, UncorrectedClocksWouldBreakCausality) {
+  Make(SyntheticOptions{}, "raw-causality");
+  RawRun run = LoadRawRun(dir_);
+  auto local = [&](int r, uint64_t g) {
+    return int64_t(opts_.base_ticks + g) + opts_.offsets[r] +
+           std::llround(opts_.drift[r] * double(g));
+  };
+  int violated = 0;
+  for (const auto& m : expected_.messages)
+    violated += local(m.dst, m.recv_true) < local(m.src, m.send_true);
+  EXPECT_GT(violated, 0);
+}
+
+// Worst distance, in ticks, between each message's receive completion as read back and its
+// true time. Messages are paired with the expected ones by (src, dst, tag) in send order.
+double WorstReceiveError(const Trace& t, const Expected& e, uint64_t base) {
+  std::map<std::tuple<int32_t, int32_t, uint32_t>, std::vector<uint64_t>> truth;
+  auto want = e.messages;
+  std::sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.send_true < b.send_true; });
+  for (const auto& w : want) truth[{w.src, w.dst, w.tag}].push_back(base + w.recv_true);
+  std::map<std::tuple<int32_t, int32_t, uint32_t>, size_t> next;
+  double worst = 0;
+  for (const auto& m : t.messages) {  // sorted by send time
+    const auto key = std::make_tuple(m.src, m.dst, m.tag);
+    const uint64_t true_recv = truth.at(key).at(next[key]++);
+    worst = std::max(worst, std::fabs(double(t.locations[m.recv_loc].events[m.recv_event].ticks) -
+                                      double(true_recv)));
+  }
+  return worst;
+}
+
+// Drift only shows when the finalize offset is used: with the init point alone, late messages
+// land where a constant offset puts them, away from their true times.
+TEST_F(ConvertedRun, FinalizeOffsetCorrectsDrift) {
+  SyntheticOptions o;
+  o.iterations = 20;
+  o.drift = {0, 2e-3, -3e-3};
+  o.finalize_clock = false;
+  Make(o, "nodrift");
+  const std::string first_dir = dir_;
+  Trace without = ReadTrace(Archive());
+  o.finalize_clock = true;
+  Make(o, "drift");
+  Trace with = ReadTrace(Archive());
+  ASSERT_EQ(with.messages.size(), expected_.messages.size());
+  ASSERT_EQ(without.messages.size(), expected_.messages.size());
+  EXPECT_LE(WorstReceiveError(with, expected_, o.base_ticks), 2.0);
+  EXPECT_GT(WorstReceiveError(without, expected_, o.base_ticks), 100.0);
+  EXPECT_LT(WorstReceiveError(without, expected_, o.base_ticks),
+            1e5);  // the init offset was applied
+  EXPECT_TRUE(CheckTrace(with).ok);
+  if (!HasFailure()) fs::remove_all(first_dir);
+}
+
+// otf2-print (from otf2-tools) is an independent reader; its counts must match too.
+TEST_F(ConvertedRun, Otf2PrintAgrees) {
+  SyntheticOptions o;
+  o.iterations = 2;
+  Make(o, "print");
+  std::string out;
+  ASSERT_EQ(RunShell(std::string(INVMW_OTF2_PRINT) + " " + Archive(), &out), 0) << out;
+  std::map<std::string, uint64_t> by_type;
+  std::map<int32_t, std::map<std::string, uint64_t>> by_rank;
+  std::map<uint64_t, uint64_t> last;
+  std::map<int32_t, uint64_t> first_ts;
+  std::istringstream in(out);
+  std::string line;
+  bool events = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("-----", 0) == 0) {
+      events = true;
+      continue;
+    }
+    if (!events || line.empty() || !std::isupper(static_cast<unsigned char>(line[0]))) continue;
+    std::istringstream ls(line);
+    std::string kind;
+    uint64_t loc, ts;
+    if (!(ls >> kind >> loc >> ts)) continue;
+    std::string name;  // MPI_ISEND_COMPLETE -> MpiIsendComplete
+    bool up = true;
+    for (char c : kind) {
+      if (c == '_')
+        up = true;
+      else
+        name += up ? char(std::toupper(c)) : char(std::tolower(c)), up = false;
+    }
+    const int32_t rank = int32_t(loc & 0xffffffffu);
+    by_type[name]++;
+    by_rank[rank][name]++;
+    EXPECT_GE(ts, last[loc]) << line;
+    last[loc] = ts;
+    if (!first_ts.count(rank)) first_ts[rank] = ts;
+  }
+  EXPECT_EQ(by_type, expected_.by_type);
+  EXPECT_EQ(by_rank, expected_.by_rank);
+  // otf2-print applies the clock offsets: every rank's MPI_Init starts at the true time 0.
+  for (const auto& [rank, ts] : first_ts)
+    EXPECT_NEAR(double(ts), double(o.base_ticks), 2.0) << "rank " << rank;
+}
+
+TEST_F(ConvertedRun, PerfettoExportIsValidJsonWithSlicesAndFlows) {
+  Make(SyntheticOptions{}, "perfetto");
+  Trace t = ReadTrace(Archive());
+  const std::string out = dir_ + "/trace.json";
+  PerfettoStats st = ExportPerfetto(t, out);
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);  // throws when not valid JSON
+  uint64_t x = 0, s = 0, f = 0, procs = 0;
+  std::map<uint64_t, int> ids;
+  for (const auto& e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph == "X") {
+      ++x;
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    } else if (ph == "s" || ph == "f") {
+      (ph == "s" ? s : f)++;
+      EXPECT_EQ(e.at("bp"), "e");
+      ids[e.at("id").get<uint64_t>()]++;
+    } else if (ph == "M" && e.at("name") == "process_name") {
+      ++procs;
+    }
+  }
+  EXPECT_EQ(x, expected_.slices);
+  EXPECT_EQ(st.slices, expected_.slices);
+  EXPECT_EQ(s, expected_.messages.size());
+  EXPECT_EQ(f, expected_.messages.size());
+  EXPECT_EQ(st.flows, expected_.messages.size());
+  for (const auto& [id, n] : ids)
+    EXPECT_EQ(n, 2) << "flow " << id << " needs one start and one end";
+  EXPECT_EQ(procs, 3u);
+}
+
+TEST_F(ConvertedRun, CheckFailsOnAnUnmatchedSend) {
+  SyntheticOptions o;
+  o.unmatched_send = true;
+  Make(o, "unmatched");
+  Trace t = ReadTrace(Archive());
+  EXPECT_EQ(t.unmatched_sends.size(), 1u);
+  CheckReport r = CheckTrace(t);
+  EXPECT_FALSE(r.ok);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_NE(r.failures.front().find("send without a matching receive"), std::string::npos);
+}
+
+TEST_F(ConvertedRun, CrashedRunIsRecoveredAndMarkedPartial) {
+  SyntheticOptions o;
+  o.crash = true;
+  o.drift[2] = 0;  // rank 2 died before its finalize offset: only a constant offset is known
+  Make(o, "crash");
+  EXPECT_TRUE(result_.partial);
+  bool cut = false;
+  for (const auto& p : result_.problems)
+    cut |= p.find("events-000002-000.bin: last record cut short") != std::string::npos;
+  EXPECT_TRUE(cut);
+  Trace t = ReadTrace(Archive());
+  EXPECT_EQ(t.properties["INVMW::PARTIAL"], "true");
+  EXPECT_EQ(CountByType(t), expected_.by_type);
+  CheckReport r = CheckTrace(t);
+  EXPECT_TRUE(r.ok) << (r.failures.empty() ? "" : r.failures.front());
+  EXPECT_FALSE(r.warnings.empty());
+}
+
+TEST_F(ConvertedRun, MissingEventFileStillConverts) {
+  dir_ = TempDir("missingfile");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / EventsFileName(1, 0));
+  result_ = ConvertToOtf2(dir_);
+  bool named = false;
+  for (const auto& p : result_.problems)
+    named |= p.find("events-000001-000.bin: missing") != std::string::npos;
+  EXPECT_TRUE(named);
+  Trace t = ReadTrace(Archive());
+  EXPECT_EQ(t.locations_of_rank.at(1).size(), 1u);
+  EXPECT_TRUE(t.locations[t.locations_of_rank.at(1)[0]].events.empty());
+  EXPECT_FALSE(t.unmatched_sends.empty());  // rank 1's partners now lack their other half
+}
+
+TEST_F(ConvertedRun, MissingRankKeepsAnEmptyLocationAndMarksThePartial) {
+  dir_ = TempDir("missingrank");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / DefsFileName(1));
+  result_ = ConvertToOtf2(dir_);
+  EXPECT_TRUE(result_.partial);
+  EXPECT_EQ(result_.ranks_converted, 2);
+  EXPECT_TRUE(fs::exists(fs::path(dir_) / "traces" / (std::to_string(LocationId(1, 0)) + ".def")));
+  Trace t = ReadTrace(Archive());
+  ASSERT_EQ(t.locations_of_rank.count(1), 1u);
+  EXPECT_TRUE(t.locations[t.locations_of_rank.at(1)[0]].events.empty());
+  EXPECT_EQ(t.properties["INVMW::PARTIAL"], "true");
+  EXPECT_FALSE(CheckTrace(t).ok);  // rank 0 and 2 talked to rank 1
+}
+
+TEST_F(ConvertedRun, CommandLineVerbs) {
+  Make(SyntheticOptions{}, "cli");
+  const std::string bin = INVMW_BIN;
+  std::string out;
+  EXPECT_EQ(RunShell(bin + " trace convert " + dir_, &out), 0) << out;
+  EXPECT_EQ(RunShell(bin + " trace check " + dir_, &out), 0) << out;
+  EXPECT_NE(out.find("check passed"), std::string::npos);
+  EXPECT_NE(out.find("MpiIrecv"), std::string::npos);
+  EXPECT_EQ(
+      RunShell(bin + " trace export --format perfetto " + dir_ + " -o " + dir_ + "/p.json", &out),
+      0)
+      << out;
+  EXPECT_TRUE(fs::exists(dir_ + "/p.json"));
+  EXPECT_EQ(RunShell(bin + " trace export --format svg " + dir_, &out), 2);
+  EXPECT_EQ(RunShell(bin + " trace check " + dir_ + "/nonexistent", &out), 2);
+  EXPECT_NE(out.find("nonexistent"), std::string::npos);
+
+  // A corrupted run: check fails with status 1.
+  SyntheticOptions bad;
+  bad.unmatched_send = true;
+  testing::WriteSyntheticRun(dir_, bad);
+  EXPECT_EQ(RunShell(bin + " trace recover " + dir_, &out), 0) << out;  // complete, though wrong
+  EXPECT_EQ(RunShell(bin + " trace check " + dir_, &out), 1) << out;
+  EXPECT_NE(out.find("FAILED"), std::string::npos);
+
+  SyntheticOptions crash;
+  crash.crash = true;
+  crash.drift[2] = 0;
+  testing::WriteSyntheticRun(dir_, crash);
+  EXPECT_EQ(RunShell(bin + " trace recover " + dir_, &out), 1) << out;  // partial
+  EXPECT_NE(out.find("partial"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace invmw::otf2

@@ -1,0 +1,27 @@
+// Export of a trace to the Chrome/Perfetto trace-event JSON format.
+//
+// Why: OTF2 viewers (Vampir) are not free; ui.perfetto.dev and chrome://tracing open this JSON
+// in any browser. The mapping: one process per rank (pid = world rank, named "rank R"), one
+// thread per location (tid = location index within the rank, named after the location), every
+// region visit a complete ("X") slice, every matched message a flow arrow from the slice that
+// sent it to the slice that received it ("s"/"f" with the same id, both bound to their
+// enclosing slice with "bp":"e"). Timestamps are microseconds from the trace start.
+//
+// Contract: writes the whole file or throws std::runtime_error naming the output path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "otf2_writer/trace_reader.h"
+
+namespace invmw::otf2 {
+
+struct PerfettoStats {
+  uint64_t slices = 0;
+  uint64_t flows = 0;  // arrows (each is one "s" and one "f" event)
+};
+
+PerfettoStats ExportPerfetto(const Trace& trace, const std::string& out_path);
+
+}  // namespace invmw::otf2

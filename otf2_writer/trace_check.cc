@@ -1,0 +1,124 @@
+#include "otf2_writer/trace_check.h"
+
+namespace invmw::otf2 {
+namespace {
+
+class Failures {
+ public:
+  Failures(CheckReport* r, size_t max) : r_(r), max_(max) {}
+  void Add(const std::string& kind, const std::string& what) {
+    if (++count_[kind] <= max_) r_->failures.push_back(what);
+    r_->ok = false;
+  }
+  void Summarise() {
+    for (const auto& [kind, n] : count_)
+      if (n > max_)
+        r_->failures.push_back("... and " + std::to_string(n - max_) + " more: " + kind);
+  }
+
+ private:
+  CheckReport* r_;
+  size_t max_;
+  std::map<std::string, uint64_t> count_;
+};
+
+std::string Where(const Trace& t, size_t loc, size_t ev) {
+  const auto& l = t.locations[loc];
+  return "location \"" + l.name + "\" (rank " + std::to_string(l.rank) + ") event " +
+         std::to_string(ev) + " (" + EventTypeName(l.events[ev].type) + " at " +
+         std::to_string(l.events[ev].time) + " s)";
+}
+
+}  // namespace
+
+CheckReport CheckTrace(const Trace& t, size_t max_listed) {
+  CheckReport r;
+  Failures fail(&r, max_listed);
+  if (auto it = t.properties.find("INVMW::PARTIAL");
+      it != t.properties.end() && it->second == "true")
+    r.warnings.push_back("the archive is marked partial (a rank crashed or dropped events)");
+  for (size_t li = 0; li < t.locations.size(); ++li) {
+    const auto& l = t.locations[li];
+    if (l.declared_events != l.events.size())
+      fail.Add("event counts", "location \"" + l.name + "\": definitions declare " +
+                                   std::to_string(l.declared_events) + " events, the file holds " +
+                                   std::to_string(l.events.size()));
+    std::vector<uint32_t> stack;
+    for (size_t i = 0; i < l.events.size(); ++i) {
+      const auto& e = l.events[i];
+      r.by_type[EventTypeName(e.type)]++;
+      r.by_rank[l.rank][EventTypeName(e.type)]++;
+      ++r.events;
+      if (i && e.ticks < l.events[i - 1].ticks)
+        fail.Add("timestamps", Where(t, li, i) + ": timestamp decreases (previous event at " +
+                                   std::to_string(l.events[i - 1].time) + " s)");
+      if (e.type == TraceEvent::kEnter)
+        stack.push_back(e.region);
+      else if (e.type == TraceEvent::kLeave) {
+        if (stack.empty() || stack.back() != e.region)
+          fail.Add("nesting", Where(t, li, i) + ": Leave does not match the innermost open region");
+        else
+          stack.pop_back();
+      }
+    }
+    if (!stack.empty())
+      r.warnings.push_back("location \"" + l.name + "\": " + std::to_string(stack.size()) +
+                           " region(s) still open at its end (the run stopped inside MPI?)");
+  }
+  for (const auto& u : t.unmatched_sends)
+    fail.Add("unmatched sends", Where(t, u.loc, u.event) + ": send without a matching receive");
+  for (const auto& u : t.unmatched_recvs)
+    fail.Add("unmatched receives", Where(t, u.loc, u.event) + ": receive without a matching send");
+  for (const auto& m : t.messages) {
+    ++r.messages;
+    if (m.recv_time < m.send_time)
+      fail.Add("causality",
+               Where(t, m.recv_loc, m.recv_event) + ": receive completes before its send (" +
+                   Where(t, m.send_loc, m.send_event) + ") began; clocks not synchronised?");
+    if (m.recv_bytes != m.bytes)
+      fail.Add("message sizes", Where(t, m.recv_loc, m.recv_event) + ": received " +
+                                    std::to_string(m.recv_bytes) +
+                                    " bytes, the matching send sent " + std::to_string(m.bytes));
+  }
+  fail.Summarise();
+  return r;
+}
+
+void PrintCheckReport(const Trace& t, const CheckReport& r, FILE* out) {
+  std::fprintf(out, "%s: %zu locations, %llu events, %llu messages, %.6f s\n", t.path.c_str(),
+               t.locations.size(), (unsigned long long)r.events, (unsigned long long)r.messages,
+               t.timer_resolution ? double(t.trace_length) / double(t.timer_resolution) : 0.0);
+  // Up to kColumns ranks fit beside the totals; beyond that each rank gets a line of its own.
+  constexpr size_t kColumns = 8;
+  const bool columns = r.by_rank.size() <= kColumns;
+  std::fprintf(out, "\n%-32s %12s", "EVENT TYPE", "TOTAL");
+  if (columns)
+    for (const auto& [rank, _] : r.by_rank)
+      std::fprintf(out, " %10s", ("rank " + std::to_string(rank)).c_str());
+  std::fputc('\n', out);
+  for (const auto& [type, n] : r.by_type) {
+    std::fprintf(out, "%-32s %12llu", type.c_str(), (unsigned long long)n);
+    if (columns)
+      for (const auto& [rank, counts] : r.by_rank) {
+        auto it = counts.find(type);
+        std::fprintf(out, " %10llu", (unsigned long long)(it == counts.end() ? 0 : it->second));
+      }
+    std::fputc('\n', out);
+  }
+  if (!columns) {
+    std::fprintf(out, "\nper rank:\n");
+    for (const auto& [rank, counts] : r.by_rank) {
+      uint64_t total = 0;
+      for (const auto& [type, n] : counts) total += n;
+      std::fprintf(out, "  rank %-6d %12llu events:", rank, (unsigned long long)total);
+      for (const auto& [type, n] : counts)
+        std::fprintf(out, " %s %llu", type.c_str(), (unsigned long long)n);
+      std::fputc('\n', out);
+    }
+  }
+  for (const auto& w : r.warnings) std::fprintf(out, "warning: %s\n", w.c_str());
+  for (const auto& f : r.failures) std::fprintf(out, "FAILED: %s\n", f.c_str());
+  std::fprintf(out, "%s\n", r.ok ? "check passed" : "check FAILED");
+}
+
+}  // namespace invmw::otf2

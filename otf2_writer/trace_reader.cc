@@ -1,0 +1,455 @@
+#include "otf2_writer/trace_reader.h"
+
+#include <otf2/otf2.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+namespace invmw::otf2 {
+
+const char* EventTypeName(TraceEvent::Type t) {
+  static const char* const names[] = {"Enter",
+                                      "Leave",
+                                      "MpiSend",
+                                      "MpiIsend",
+                                      "MpiIsendComplete",
+                                      "MpiIrecvRequest",
+                                      "MpiRecv",
+                                      "MpiIrecv",
+                                      "MpiRequestTest",
+                                      "MpiRequestCancelled",
+                                      "MpiCollectiveBegin",
+                                      "MpiCollectiveEnd",
+                                      "NonBlockingCollectiveRequest",
+                                      "NonBlockingCollectiveComplete",
+                                      "CommCreate",
+                                      "CommDestroy",
+                                      "Other"};
+  return t < TraceEvent::kNumTypes ? names[t] : "?";
+}
+
+namespace {
+
+struct Group {
+  OTF2_GroupType type;
+  std::vector<uint64_t> members;
+};
+
+struct PendingSend {
+  uint32_t comm;
+  int32_t src, dst;
+  uint32_t tag;
+  double time;
+  size_t loc, event, seq;
+};
+struct PendingRecv {
+  uint32_t comm;
+  int32_t src, dst;
+  uint32_t tag;
+  double post, time;
+  size_t loc, event, seq;
+};
+
+struct State {
+  Trace* t;
+  std::unordered_map<uint32_t, std::string> strings;
+  std::unordered_map<uint64_t, uint32_t> group_of_location;  // location -> location group
+  std::map<uint32_t, Group> groups;
+  std::map<uint32_t, uint32_t> comm_group;
+  std::unordered_map<uint64_t, size_t> loc_index;
+  std::vector<std::vector<double>> open_enters;              // per location: stack of Enter times
+  std::map<std::pair<size_t, uint64_t>, double> irecv_post;  // (location, request)
+  std::map<std::pair<int32_t, uint64_t>, double> irecv_post_rank;
+  std::vector<PendingSend> sends;
+  std::vector<PendingRecv> recvs;
+  size_t seq = 0;
+  std::string error;
+
+  std::string Str(uint32_t ref) const {
+    auto it = strings.find(ref);
+    return it == strings.end() ? "" : it->second;
+  }
+  int32_t World(uint32_t comm, uint32_t rank) const {
+    auto it = t->comms.find(comm);
+    if (it == t->comms.end() || rank >= it->second.members.size()) return -1;
+    return it->second.members[rank];
+  }
+  TraceEvent& Add(OTF2_LocationRef loc, OTF2_TimeStamp time, TraceEvent::Type type, size_t* li) {
+    *li = loc_index.at(loc);
+    TraceLocation& l = t->locations[*li];
+    TraceEvent e;
+    e.type = type;
+    e.ticks = time;
+    e.time = double(int64_t(time - t->global_offset)) / double(t->timer_resolution);
+    l.events.push_back(e);
+    ++seq;
+    return l.events.back();
+  }
+};
+
+State* S(void* p) {
+  return static_cast<State*>(p);
+}
+
+// --- global definitions ---
+OTF2_CallbackCode DefClock(void* u, uint64_t res, uint64_t off, uint64_t len, uint64_t rt) {
+  S(u)->t->timer_resolution = res;
+  S(u)->t->global_offset = off;
+  S(u)->t->trace_length = len;
+  S(u)->t->realtime_ns = rt;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefString(void* u, OTF2_StringRef self, const char* s) {
+  S(u)->strings[self] = s;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefRegion(void* u, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef,
+                            OTF2_StringRef, OTF2_RegionRole role, OTF2_Paradigm paradigm,
+                            OTF2_RegionFlag, OTF2_StringRef, uint32_t, uint32_t) {
+  auto& regions = S(u)->t->regions;
+  if (regions.size() <= self) regions.resize(self + 1);
+  regions[self] = {S(u)->Str(name), int(role), int(paradigm)};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefLocation(void* u, OTF2_LocationRef self, OTF2_StringRef name,
+                              OTF2_LocationType, uint64_t events, OTF2_LocationGroupRef group) {
+  TraceLocation l;
+  l.id = self;
+  l.name = S(u)->Str(name);
+  l.declared_events = events;
+  l.rank = int32_t(group);  // refined from COMM_LOCATIONS once all definitions are read
+  S(u)->group_of_location[self] = group;
+  S(u)->t->locations.push_back(std::move(l));
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefGroup(void* u, OTF2_GroupRef self, OTF2_StringRef, OTF2_GroupType type,
+                           OTF2_Paradigm, OTF2_GroupFlag, uint32_t n, const uint64_t* members) {
+  S(u)->groups[self] = {type, std::vector<uint64_t>(members, members + n)};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
+                          OTF2_CommRef, OTF2_CommFlag) {
+  S(u)->t->comms[self].name = S(u)->Str(name);
+  S(u)->comm_group[self] = group;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+// --- events ---
+#define INVMW_EVT_HEAD OTF2_LocationRef loc, OTF2_TimeStamp time, void *u, OTF2_AttributeList *
+
+OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kEnter, &li);
+  e.region = region;
+  S(u)->open_enters[li].push_back(e.time);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvLeave(INVMW_EVT_HEAD, OTF2_RegionRef region) {
+  size_t li;
+  S(u)->Add(loc, time, TraceEvent::kLeave, &li).region = region;
+  if (!S(u)->open_enters[li].empty()) S(u)->open_enters[li].pop_back();
+  return OTF2_CALLBACK_SUCCESS;
+}
+void P2p(State* s, size_t li, TraceEvent& e, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+         uint64_t len) {
+  e.comm = comm;
+  e.peer = s->World(comm, peer);
+  e.tag = tag;
+  e.bytes = len;
+}
+void NoteSend(State* s, size_t li, const TraceEvent& e) {
+  s->sends.push_back({e.comm, s->t->locations[li].rank, e.peer, e.tag, e.time, li,
+                      s->t->locations[li].events.size() - 1, s->seq});
+}
+void NoteRecv(State* s, size_t li, const TraceEvent& e, double post) {
+  s->recvs.push_back({e.comm, e.peer, s->t->locations[li].rank, e.tag, post, e.time, li,
+                      s->t->locations[li].events.size() - 1, s->seq});
+}
+OTF2_CallbackCode EvSend(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                         uint64_t len) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kMpiSend, &li);
+  P2p(S(u), li, e, peer, comm, tag, len);
+  NoteSend(S(u), li, e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvIsend(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                          uint64_t len, uint64_t req) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kMpiIsend, &li);
+  P2p(S(u), li, e, peer, comm, tag, len);
+  e.request = req;
+  NoteSend(S(u), li, e);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvRecv(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                         uint64_t len) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kMpiRecv, &li);
+  P2p(S(u), li, e, peer, comm, tag, len);
+  const auto& open = S(u)->open_enters[li];
+  NoteRecv(S(u), li, e, open.empty() ? e.time : open.back());
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvIrecvRequest(INVMW_EVT_HEAD, uint64_t req) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kMpiIrecvRequest, &li);
+  e.request = req;
+  S(u)->irecv_post[{li, req}] = e.time;
+  S(u)->irecv_post_rank[{S(u)->t->locations[li].rank, req}] = e.time;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvIrecv(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                          uint64_t len, uint64_t req) {
+  State* s = S(u);
+  size_t li;
+  TraceEvent& e = s->Add(loc, time, TraceEvent::kMpiIrecv, &li);
+  P2p(s, li, e, peer, comm, tag, len);
+  e.request = req;
+  double post = e.time;
+  if (auto it = s->irecv_post.find({li, req}); it != s->irecv_post.end()) {
+    post = it->second;
+    s->irecv_post.erase(it);
+  } else if (auto jt = s->irecv_post_rank.find({s->t->locations[li].rank, req});
+             jt != s->irecv_post_rank.end()) {
+    post = jt->second;  // posted by another thread of the same process
+  }
+  NoteRecv(s, li, e, post);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvReqOnly(State* s, OTF2_LocationRef loc, OTF2_TimeStamp time,
+                            TraceEvent::Type type, uint64_t req) {
+  size_t li;
+  s->Add(loc, time, type, &li).request = req;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvIsendComplete(INVMW_EVT_HEAD, uint64_t req) {
+  return EvReqOnly(S(u), loc, time, TraceEvent::kMpiIsendComplete, req);
+}
+OTF2_CallbackCode EvTest(INVMW_EVT_HEAD, uint64_t req) {
+  return EvReqOnly(S(u), loc, time, TraceEvent::kMpiRequestTest, req);
+}
+OTF2_CallbackCode EvCancel(INVMW_EVT_HEAD, uint64_t req) {
+  return EvReqOnly(S(u), loc, time, TraceEvent::kMpiRequestCancelled, req);
+}
+OTF2_CallbackCode EvNbcRequest(INVMW_EVT_HEAD, uint64_t req) {
+  return EvReqOnly(S(u), loc, time, TraceEvent::kNonBlockingCollectiveRequest, req);
+}
+OTF2_CallbackCode EvCollBegin(INVMW_EVT_HEAD) {
+  size_t li;
+  S(u)->Add(loc, time, TraceEvent::kMpiCollectiveBegin, &li);
+  return OTF2_CALLBACK_SUCCESS;
+}
+void Coll(State* s, TraceEvent& e, OTF2_CollectiveOp op, OTF2_CommRef comm, uint32_t root,
+          uint64_t sent, uint64_t recv) {
+  e.coll_op = op;
+  e.comm = comm;
+  e.peer = root == OTF2_UNDEFINED_UINT32 ? -1 : s->World(comm, root);
+  e.bytes = sent;
+  e.bytes_recv = recv;
+}
+OTF2_CallbackCode EvCollEnd(INVMW_EVT_HEAD, OTF2_CollectiveOp op, OTF2_CommRef comm, uint32_t root,
+                            uint64_t sent, uint64_t recv) {
+  size_t li;
+  Coll(S(u), S(u)->Add(loc, time, TraceEvent::kMpiCollectiveEnd, &li), op, comm, root, sent, recv);
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvNbcComplete(INVMW_EVT_HEAD, OTF2_CollectiveOp op, OTF2_CommRef comm,
+                                uint32_t root, uint64_t sent, uint64_t recv, uint64_t req) {
+  size_t li;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kNonBlockingCollectiveComplete, &li);
+  Coll(S(u), e, op, comm, root, sent, recv);
+  e.request = req;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvCommCreate(INVMW_EVT_HEAD, OTF2_CommRef comm) {
+  size_t li;
+  S(u)->Add(loc, time, TraceEvent::kCommCreate, &li).comm = comm;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvCommDestroy(INVMW_EVT_HEAD, OTF2_CommRef comm) {
+  size_t li;
+  S(u)->Add(loc, time, TraceEvent::kCommDestroy, &li).comm = comm;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode EvUnknown(INVMW_EVT_HEAD) {
+  size_t li;
+  S(u)->Add(loc, time, TraceEvent::kOther, &li);
+  return OTF2_CALLBACK_SUCCESS;
+}
+#undef INVMW_EVT_HEAD
+
+void Check(OTF2_ErrorCode rc, const std::string& path, const char* step) {
+  if (rc != OTF2_SUCCESS)
+    throw std::runtime_error(path + ": cannot read OTF2 archive (" + step + ": " +
+                             OTF2_Error_GetName(rc) + ", " + OTF2_Error_GetDescription(rc) + ")");
+}
+
+void MatchMessages(State& s) {
+  using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;
+  std::map<Key, std::vector<const PendingSend*>> sends;
+  std::map<Key, std::vector<const PendingRecv*>> recvs;
+  for (const auto& x : s.sends) sends[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
+  for (const auto& x : s.recvs) recvs[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
+  Trace& t = *s.t;
+  for (auto& [key, list] : sends) {
+    std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) {
+      return std::tie(a->time, a->seq) < std::tie(b->time, b->seq);
+    });
+    std::vector<const PendingRecv*> empty;
+    auto it = recvs.find(key);
+    auto& rl = it == recvs.end() ? empty : it->second;
+    std::stable_sort(rl.begin(), rl.end(), [](auto* a, auto* b) {
+      return std::tie(a->post, a->seq) < std::tie(b->post, b->seq);
+    });
+    const size_t n = std::min(list.size(), rl.size());
+    for (size_t i = 0; i < n; ++i) {
+      Message m;
+      std::tie(m.comm, m.src, m.dst, m.tag) = key;
+      m.send_loc = list[i]->loc;
+      m.send_event = list[i]->event;
+      m.recv_loc = rl[i]->loc;
+      m.recv_event = rl[i]->event;
+      m.bytes = t.locations[m.send_loc].events[m.send_event].bytes;
+      m.recv_bytes = t.locations[m.recv_loc].events[m.recv_event].bytes;
+      m.send_time = list[i]->time;
+      m.recv_post_time = rl[i]->post;
+      m.recv_time = rl[i]->time;
+      t.messages.push_back(m);
+    }
+    for (size_t i = n; i < list.size(); ++i)
+      t.unmatched_sends.push_back({list[i]->loc, list[i]->event});
+    for (size_t i = n; i < rl.size(); ++i) t.unmatched_recvs.push_back({rl[i]->loc, rl[i]->event});
+    if (it != recvs.end()) recvs.erase(it);
+  }
+  for (auto& [key, rl] : recvs)
+    for (auto* r : rl) t.unmatched_recvs.push_back({r->loc, r->event});
+  std::sort(t.messages.begin(), t.messages.end(),
+            [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
+}
+
+}  // namespace
+
+Trace ReadTrace(const std::string& path) {
+  Trace t;
+  t.path = path;
+  State s;
+  s.t = &t;
+  OTF2_Reader* reader = OTF2_Reader_Open(path.c_str());
+  if (!reader)
+    throw std::runtime_error(path + ": cannot open OTF2 archive (missing or not an anchor file)");
+  struct Closer {
+    OTF2_Reader* r;
+    ~Closer() { OTF2_Reader_Close(r); }
+  } closer{reader};
+  Check(OTF2_Reader_SetSerialCollectiveCallbacks(reader), path, "SetSerialCollectiveCallbacks");
+
+  uint32_t nprops = 0;
+  char** names = nullptr;
+  if (OTF2_Reader_GetPropertyNames(reader, &nprops, &names) == OTF2_SUCCESS) {
+    for (uint32_t i = 0; i < nprops; ++i) {
+      char* value = nullptr;
+      if (OTF2_Reader_GetProperty(reader, names[i], &value) == OTF2_SUCCESS && value) {
+        t.properties[names[i]] = value;
+        free(value);
+      }
+    }
+    free(names);
+  }
+
+  OTF2_GlobalDefReader* gdr = OTF2_Reader_GetGlobalDefReader(reader);
+  if (!gdr)
+    throw std::runtime_error(path + ": cannot read OTF2 archive (global definitions missing)");
+  OTF2_GlobalDefReaderCallbacks* dc = OTF2_GlobalDefReaderCallbacks_New();
+  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(dc, DefClock);
+  OTF2_GlobalDefReaderCallbacks_SetStringCallback(dc, DefString);
+  OTF2_GlobalDefReaderCallbacks_SetRegionCallback(dc, DefRegion);
+  OTF2_GlobalDefReaderCallbacks_SetLocationCallback(dc, DefLocation);
+  OTF2_GlobalDefReaderCallbacks_SetGroupCallback(dc, DefGroup);
+  OTF2_GlobalDefReaderCallbacks_SetCommCallback(dc, DefComm);
+  Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, &s), path,
+        "RegisterGlobalDefCallbacks");
+  OTF2_GlobalDefReaderCallbacks_Delete(dc);
+  uint64_t ndefs = 0;
+  Check(OTF2_Reader_ReadAllGlobalDefinitions(reader, gdr, &ndefs), path,
+        "ReadAllGlobalDefinitions");
+  OTF2_Reader_CloseGlobalDefReader(reader, gdr);
+  if (t.timer_resolution == 0)
+    throw std::runtime_error(path + ": no clock properties in the definitions");
+
+  // World ranks: position of a process's location in the COMM_LOCATIONS group.
+  std::map<uint32_t, int32_t> rank_of_group;
+  for (const auto& [id, g] : s.groups)
+    if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS)
+      for (size_t i = 0; i < g.members.size(); ++i)
+        if (auto it = s.group_of_location.find(g.members[i]); it != s.group_of_location.end())
+          rank_of_group[it->second] = int32_t(i);
+  for (auto& [comm, group] : s.comm_group) {
+    auto it = s.groups.find(group);
+    if (it == s.groups.end()) continue;
+    for (uint64_t m : it->second.members) t.comms[comm].members.push_back(int32_t(m));
+  }
+  std::sort(t.locations.begin(), t.locations.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  for (size_t i = 0; i < t.locations.size(); ++i) {
+    auto& l = t.locations[i];
+    if (auto it = rank_of_group.find(s.group_of_location[l.id]); it != rank_of_group.end())
+      l.rank = it->second;
+    s.loc_index[l.id] = i;
+    t.locations_of_rank[l.rank].push_back(i);
+  }
+  s.open_enters.resize(t.locations.size());
+
+  for (const auto& l : t.locations)
+    Check(OTF2_Reader_SelectLocation(reader, l.id), path, "SelectLocation");
+  // Local definitions carry the clock offsets; they must be read before the events.
+  const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
+  Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
+  for (const auto& l : t.locations) {
+    if (defs_open) {
+      if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, l.id)) {
+        uint64_t n = 0;
+        OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n);
+        OTF2_Reader_CloseDefReader(reader, dr);
+      }
+    }
+    if (l.declared_events && !OTF2_Reader_GetEvtReader(reader, l.id))
+      throw std::runtime_error(path + ": cannot open the events of location " +
+                               std::to_string(l.id));
+  }
+  if (defs_open) OTF2_Reader_CloseDefFiles(reader);
+
+  OTF2_GlobalEvtReader* ger = OTF2_Reader_GetGlobalEvtReader(reader);
+  if (!ger)
+    throw std::runtime_error(path + ": cannot read OTF2 archive (GetGlobalEvtReader failed)");
+  OTF2_GlobalEvtReaderCallbacks* ec = OTF2_GlobalEvtReaderCallbacks_New();
+  OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ec, EvEnter);
+  OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ec, EvLeave);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ec, EvSend);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ec, EvIsend);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ec, EvIsendComplete);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ec, EvIrecvRequest);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ec, EvRecv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ec, EvIrecv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestTestCallback(ec, EvTest);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(ec, EvCancel);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ec, EvCollBegin);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ec, EvCollEnd);
+  OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(ec, EvNbcRequest);
+  OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(ec, EvNbcComplete);
+  OTF2_GlobalEvtReaderCallbacks_SetCommCreateCallback(ec, EvCommCreate);
+  OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback(ec, EvCommDestroy);
+  OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(ec, EvUnknown);
+  Check(OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ec, &s), path,
+        "RegisterGlobalEvtCallbacks");
+  OTF2_GlobalEvtReaderCallbacks_Delete(ec);
+  uint64_t nev = 0;
+  Check(OTF2_Reader_ReadAllGlobalEvents(reader, ger, &nev), path, "ReadAllGlobalEvents");
+  OTF2_Reader_CloseGlobalEvtReader(reader, ger);
+  OTF2_Reader_CloseEvtFiles(reader);
+  MatchMessages(s);
+  return t;
+}
+
+}  // namespace invmw::otf2

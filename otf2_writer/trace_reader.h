@@ -1,0 +1,113 @@
+// An OTF2 archive loaded into memory for analysis: per-rank event sequences on one global time
+// axis, and point-to-point messages matched send to receive.
+//
+// Why: the analysis code (inverse mapping: computation, transfer, synchronisation, idle time per
+// rank) and `invmw trace check/export` all need the same two things, events in time order per
+// location and who sent what to whom; reading OTF2 callbacks in each of them would repeat the
+// subtle parts (clock offsets, communicator-rank to world-rank mapping, request tracking).
+//
+// Contract: ReadTrace reads any OTF2 archive whose MPI records follow the usual conventions
+// (not only invmw's). Timestamps are corrected by the OTF2 reader library with the archive's
+// ClockOffset definitions and given in seconds from the clock properties' global offset.
+// Peers are world ranks (via COMM_GROUP -> COMM_LOCATIONS). Messages are matched per
+// (communicator, source, destination, tag) in MPI's non-overtaking order: sends in the order
+// they were started, receives in the order they were posted. Throws std::runtime_error with the
+// archive path and the failing step when the archive cannot be read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace invmw::otf2 {
+
+struct TraceEvent {
+  enum Type : uint8_t {
+    kEnter,
+    kLeave,
+    kMpiSend,
+    kMpiIsend,
+    kMpiIsendComplete,
+    kMpiIrecvRequest,
+    kMpiRecv,
+    kMpiIrecv,
+    kMpiRequestTest,
+    kMpiRequestCancelled,
+    kMpiCollectiveBegin,
+    kMpiCollectiveEnd,
+    kNonBlockingCollectiveRequest,
+    kNonBlockingCollectiveComplete,
+    kCommCreate,
+    kCommDestroy,
+    kOther,
+    kNumTypes
+  };
+  uint64_t ticks = 0;       // global (corrected) timestamp in timer ticks
+  double time = 0;          // seconds since the global offset
+  uint64_t bytes = 0;       // p2p length; collectives: bytes sent
+  uint64_t bytes_recv = 0;  // collectives
+  uint64_t request = 0;
+  uint32_t region = UINT32_MAX;  // Enter/Leave
+  uint32_t comm = UINT32_MAX;
+  int32_t peer = -1;  // p2p: world rank of the other side; collectives: root (world)
+  uint32_t tag = 0;
+  uint32_t coll_op = UINT32_MAX;
+  Type type = kOther;
+};
+const char* EventTypeName(TraceEvent::Type t);
+
+struct TraceLocation {
+  uint64_t id = 0;
+  std::string name;
+  int32_t rank = -1;             // world rank of its location group
+  uint64_t declared_events = 0;  // from the definitions
+  std::vector<TraceEvent> events;
+};
+
+struct TraceRegion {
+  std::string name;
+  int role = 0;  // OTF2_RegionRole
+  int paradigm = 0;
+};
+
+struct TraceComm {
+  std::string name;
+  std::vector<int32_t> members;  // world ranks in communicator-rank order
+};
+
+// One message. Indices point into Trace::locations[...].events.
+struct Message {
+  int32_t src = -1, dst = -1;
+  uint32_t comm = 0, tag = 0;
+  uint64_t bytes = 0;                   // as sent
+  uint64_t recv_bytes = 0;              // as received
+  size_t send_loc = 0, send_event = 0;  // the MpiSend / MpiIsend event
+  size_t recv_loc = 0, recv_event = 0;  // the MpiRecv / MpiIrecv event (receive complete)
+  double send_time = 0;                 // start of the send
+  double recv_post_time = 0;  // when the receive was posted (Enter of MPI_Recv, or MpiIrecvRequest)
+  double recv_time = 0;       // when the receive completed
+};
+
+// A send or receive without partner.
+struct Unmatched {
+  size_t loc = 0, event = 0;
+};
+
+struct Trace {
+  std::string path;
+  uint64_t timer_resolution = 0;
+  uint64_t global_offset = 0, trace_length = 0;
+  uint64_t realtime_ns = 0;  // UINT64_MAX when unknown
+  std::map<std::string, std::string> properties;
+  std::vector<TraceRegion> regions;  // by region ref
+  std::map<uint32_t, TraceComm> comms;
+  std::vector<TraceLocation> locations;  // by location id order
+  std::map<int32_t, std::vector<size_t>> locations_of_rank;
+  std::vector<Message> messages;
+  std::vector<Unmatched> unmatched_sends, unmatched_recvs;
+};
+
+Trace ReadTrace(const std::string& anchor_path);
+
+}  // namespace invmw::otf2
