@@ -23,6 +23,7 @@
 #include "cli/verb.h"
 #include "common/config.h"
 #include "common/run_dir.h"
+#include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
 
 namespace invmw::cli {
@@ -93,7 +94,7 @@ void Forward(int sig) {
 int Run(int argc, char** argv) {
   std::string out, lib, mpi;
   std::vector<std::string> env, command;
-  bool quiet = false;
+  bool quiet = false, trace = false;
   Args args("invmw run [options] -- <launcher> [launcher options] <program> [args]",
             "Runs an unmodified MPI job with the invmw library preloaded into every rank, and\n"
             "writes the run's profile (profile.txt, profile.json) into one experiment\n"
@@ -110,11 +111,14 @@ int Run(int argc, char** argv) {
       .Option("--lib", "PATH", &lib, "preload this library instead of the matching libinvmw")
       .Repeated("--env", "VAR=VALUE", &env,
                 "set an INVMW_* variable for the ranks (see `invmw config list`)")
+      .Flag("--trace", &trace,
+            "also write an OTF2 trace (traces.otf2); same as --env INVMW_TRACE_ENABLE=1")
       .Flag("--quiet", &quiet, "print nothing but errors")
       .Rest("COMMAND", &command, "the launcher (or program) and its arguments")
       .Epilog(
           "examples:\n"
           "  invmw run -- mpirun -np 4 ./app input.dat\n"
+          "  invmw run --trace -- mpirun -np 2 ./app       (profile and OTF2 trace)\n"
           "  invmw run --out results/run1 --env INVMW_WRAP_EXCLUDE=MPI_Iprobe -- mpiexec -n 2 "
           "./app\n"
           "  invmw run -- mpirun.mpich -n 2 ./app      (uses libinvmw-mpich.so)\n"
@@ -171,6 +175,7 @@ int Run(int argc, char** argv) {
     vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
   if (quiet) vars.emplace_back("INVMW_RUNTIME_QUIET", "1");
+  if (trace) vars.emplace_back("INVMW_TRACE_ENABLE", "1");
   for (const auto& v : config::Variables())
     if (const char* val = std::getenv(v.name); val && std::string(v.name) != "INVMW_OUTPUT_DIR") {
       bool given = false;
@@ -244,6 +249,21 @@ int Run(int argc, char** argv) {
   }
   if (has_profile && !quiet)
     std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", out.c_str());
+  // A traced job that died before rank 0 could build the archive: build it from what the ranks
+  // flushed (the same converter, the crash path).
+  bool traced = stat((out + "/raw/defs-000000.jsonl").c_str(), &st) == 0;
+  if (traced && stat((out + "/traces.otf2").c_str(), &st) != 0) {
+    otf2::ConvertResult r = otf2::ConvertToOtf2(out);
+    if (!quiet) {
+      for (const auto& p : r.problems) std::fprintf(stderr, "invmw: trace: %s\n", p.c_str());
+      if (!r.archive.empty())
+        std::fprintf(stderr, "invmw: recovered the trace of the failed job: %s (%llu events%s)\n",
+                     r.archive.c_str(), (unsigned long long)r.events_out,
+                     r.partial ? ", partial" : "");
+    }
+  } else if (traced && !quiet) {
+    std::fprintf(stderr, "invmw: trace: %s/traces.otf2\n", out.c_str());
+  }
 
   if (WIFSIGNALED(status)) {
     // Die the same way, so the caller sees the job's real status.

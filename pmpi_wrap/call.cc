@@ -102,7 +102,9 @@ void Call::Completed(const RequestSnapshot& before, int i, const MPI_Status* st)
 void Call::CompleteOne(const RequestSnapshot& before, int done, const MPI_Status* st) {
   if (done && before.size() == 1) Completed(before, 0, st);
   Finish(0, 0);
-  CompletionRecord(done != 0);
+  // An unsuccessful MPI_Test names its request, so the trace can say which one was polled.
+  CompletionRecord(done != 0,
+                   !done && before.size() == 1 && before.info(0) ? before.info(0)->id : 0);
 }
 
 void Call::CompleteAll(const RequestSnapshot& before, int done, const MPI_Status* sts) {

@@ -116,9 +116,9 @@ class Call {
 
   void CompleteOne(const RequestSnapshot& before, int done, const MPI_Status* st);
   // Record of a Wait/Test call itself: a failed test is marked so it can be coalesced.
-  void CompletionRecord(bool success) {
+  void CompletionRecord(bool success, uint64_t request = 0) {
     if (ts_->trace)
-      EmitRecord(0, 0, kPeerNone, -1, 0, 0, kPeerNone, -1,
+      EmitRecord(0, 0, kPeerNone, -1, 0, request, kPeerNone, -1,
                  success ? trace::kCall : trace::kTestFail);
   }
   void CompleteAll(const RequestSnapshot& before, int done, const MPI_Status* sts);

@@ -23,6 +23,7 @@
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_runtime.h"
+#include "otf2_writer/converter.h"
 
 extern "C" char invmw_mpi_mismatch;
 
@@ -410,6 +411,17 @@ void OnFinalize() {
         Warn(err);
       else if (!g.cfg.RUNTIME_QUIET)
         std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+    }
+  }
+  // The trace: every rank has drained its rings (TraceFinalize); rank 0 builds the archive.
+  if (g.trace_on) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (g.rank == 0) {
+      otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
+      for (const auto& p : r.problems) Warn("trace: " + p);
+      if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
+        std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
+                     (unsigned long long)r.events_out);
     }
   }
   // The raw dump also stays on disk: later tools (trace recovery) read it.

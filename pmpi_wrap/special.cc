@@ -135,15 +135,18 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Abort(MPI_Comm comm, int e
 // tools). The call itself is counted.
 __attribute__((visibility("hidden"))) int invmw_c_MPI_Pcontrol(const int level, ...) {
   if (g.initialized && !g.finalized && !tls_in_call) {
-    {
+    // The call that pauses is recorded before recording stops, the one that resumes after it
+    // restarts, so both appear in the profile and the trace.
+    if (level == 0) {
+      {
+        Call c(F_MPI_Pcontrol);
+        if (c.on()) c.Leave();
+      }
+      SetRecording(false);
+    } else {
+      SetRecording(true);
       Call c(F_MPI_Pcontrol);
       if (c.on()) c.Leave();
-    }
-    SetRecording(level != 0);
-    if (level != 0) {
-      // Resuming: count the Pcontrol that turned recording back on.
-      ThreadState* ts = CurrentThread();
-      if (ts) ts->stats[F_MPI_Pcontrol].calls++, ts->stats[F_MPI_Pcontrol].hist[0]++;
     }
   }
   return PMPI_Pcontrol(level);

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "pmpi_wrap/runtime.h"
+#include "pmpi_wrap/trace_runtime.h"
 
 namespace invmw::wrap {
 namespace {
@@ -92,12 +93,12 @@ bool TraceBuffer::PushFull(const trace::EventRecord& r) {
   // Flush inside the call: write the ring out, and say so in the trace.
   trace::EventRecord mark{};
   mark.type = trace::kFlush;
-  mark.t_enter = clock::Ticks();
+  mark.t_enter = TraceTime(clock::Ticks());
   {
     std::lock_guard<std::mutex> lock(drain_mutex_);
     DrainLocked();
   }
-  mark.t_leave = clock::Ticks();
+  mark.t_leave = TraceTime(clock::Ticks());
   flushes_.fetch_add(1, std::memory_order_relaxed);
   uint64_t h = head_.load(std::memory_order_relaxed);
   ring_[h & mask_] = mark;
