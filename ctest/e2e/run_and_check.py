@@ -83,9 +83,10 @@ def kill_group(pgid):
         pass
 
 
-def run(a, env_for_ranks, prog, label, sigterm_when=None):
+def run(a, env_for_ranks, prog, label, sigterm_when=None, on_ready=None):
     """Runs the launcher; returns (rc, stdout, stderr). sigterm_when: callable polled while
-    the job runs; when it returns True the launcher gets SIGTERM."""
+    the job runs; when it returns True the launcher gets SIGTERM, or, when on_ready is given,
+    on_ready() is called instead (e.g. to SIGKILL one rank)."""
     cmd = launcher_cmd(a, env_for_ranks, prog)
     env = dict(os.environ)
     env.update({'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
@@ -108,9 +109,12 @@ def run(a, env_for_ranks, prog, label, sigterm_when=None):
                 if time.time() - t0 > a.timeout:
                     raise CheckFailed(f'{label}: no end within {a.timeout} s; killed the job')
                 if sigterm_when and not sent_term and sigterm_when():
-                    log(f'{label}: all ranks reached the known state; SIGTERM to the launcher '
-                        f'(pid {p.pid})')
-                    os.kill(p.pid, signal.SIGTERM)
+                    if on_ready:
+                        on_ready()
+                    else:
+                        log(f'{label}: all ranks reached the known state; SIGTERM to the '
+                            f'launcher (pid {p.pid})')
+                        os.kill(p.pid, signal.SIGTERM)
                     sent_term = True
                 time.sleep(0.05)
         finally:
@@ -160,15 +164,18 @@ def compare(profile, expected, a):
         errors.append(f'metadata.ranks: expected {a.np}, got {meta.get("ranks")}')
     if meta.get('mpi_flavor') != a.flavor:
         errors.append(f'metadata.mpi_flavor: expected {a.flavor}, got {meta.get("mpi_flavor")}')
-    if profile.get('missing_ranks'):
-        errors.append(f'missing_ranks: {profile["missing_ranks"]}')
+    # A rank killed by SIGKILL saves nothing: it is the one missing rank allowed.
+    killed = [a.kill_rank] if a.end == 'sigkill' else []
+    if profile.get('missing_ranks', []) != killed:
+        errors.append(f'missing_ranks: expected {killed}, got {profile.get("missing_ranks")}')
     ranks = profile.get('ranks', [])
-    if [r.get('rank') for r in ranks] != list(range(a.np)):
-        errors.append(f'ranks: expected ranks 0..{a.np - 1} in order, got '
+    want = [r for r in range(a.np) if r not in killed]
+    if [r.get('rank') for r in ranks] != want:
+        errors.append(f'ranks: expected ranks {want} in order, got '
                       f'{[r.get("rank") for r in ranks]}')
     by_rank = {r.get('rank'): r for r in ranks}
     totals = {}
-    for rank in range(a.np):
+    for rank in want:
         exp = expected[rank]
         got = by_rank.get(rank, {}).get('functions', {})
         for name, e in sorted(exp.items()):
@@ -298,6 +305,44 @@ def helgrind_reports(workdir):
     return total, ours
 
 
+# ---- traces -------------------------------------------------------------------------------
+
+def check_trace(a, out_dir, expect_dir):
+    """Checks traces.otf2 with check_trace.py (Debian's python3, which has the otf2 module).
+    After an abnormal end the trace is first rebuilt from raw/ with `invmw trace recover`."""
+    errors = []
+    checker = [TRACE_PYTHON, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          'check_trace.py'), out_dir]
+    skew = next((kv.partition('=')[2] for kv in a.env
+                 if kv.startswith('INVMW_TRACE_TEST_SKEW=')), None)
+    if skew:
+        checker += ['--skew', skew]
+    if a.end == 'finalize':
+        checker += ['--profile', os.path.join(out_dir, 'profile.json')]
+    else:
+        r = subprocess.run([a.invmw, 'trace', 'recover', out_dir], capture_output=True,
+                           text=True, timeout=120)
+        log(f'trace recover: exit {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}'[:400])
+        if not os.path.exists(os.path.join(out_dir, 'traces.otf2')):
+            return [f'invmw trace recover {out_dir} built no archive: {r.stderr}']
+        checker += ['--raw-at-least']
+        # Every call a surviving rank made before the end is in its (complete) profile; the
+        # killed rank's calls were flushed before the kill: at least the program's own count.
+        expected = load_expected(expect_dir, a.np)
+        for rank, e in expected.items():
+            n = sum(f['calls'] for name, f in e.items()
+                    if name not in ('MPI_Init', 'MPI_Init_thread', 'MPI_Finalize'))
+            checker += ['--min-enters', f'{rank}={n}']
+    res = subprocess.run(checker, capture_output=True, text=True, timeout=300)
+    log('check_trace: ' + (res.stdout.strip().splitlines() or [''])[-1])
+    if res.returncode != 0:
+        errors.append('trace check failed:\n' + res.stdout + res.stderr)
+    return errors
+
+
+TRACE_PYTHON = '/usr/bin/python3'
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 def main():
@@ -309,7 +354,12 @@ def main():
     ap.add_argument('--invmw', required=True, help='the invmw command (for merging raw dumps)')
     ap.add_argument('--workdir', required=True)
     ap.add_argument('--end', default='finalize',
-                    choices=('finalize', 'abort', 'exit', 'segv', 'sigterm'))
+                    choices=('finalize', 'abort', 'exit', 'segv', 'sigterm', 'sigkill'))
+    ap.add_argument('--kill-rank', type=int, default=1,
+                    help='with --end sigkill: the rank that gets SIGKILL once all ranks reached '
+                         'the known state and the trace writer had time to drain')
+    ap.add_argument('--trace', action='store_true',
+                    help='trace the run and check traces.otf2 (ctest/e2e/check_trace.py)')
     ap.add_argument('--expect-end', action='append', default=[],
                     help='RANK:END[:SIGNAL] (RANK may be *): required end of a rank')
     ap.add_argument('--env', action='append', default=[], help='K=V passed to the ranks')
@@ -345,6 +395,8 @@ def main():
     for kv in a.env:
         k, _, v = kv.partition('=')
         rank_env[k] = v
+    if a.trace:
+        rank_env['INVMW_TRACE_ENABLE'] = '1'
     if a.helgrind:
         prog = ['valgrind', '--tool=helgrind', f'--suppressions={a.helgrind}',
                 '--num-callers=30', f'--log-file={a.workdir}/helgrind.%p.log'] + prog
@@ -353,9 +405,20 @@ def main():
         return all(os.path.exists(os.path.join(expect_dir, f'expected-rank{r}.json'))
                    for r in range(a.np))
 
+    def kill_rank():
+        # Two drain intervals of the trace writer, so the calls made so far are on disk.
+        time.sleep(0.3)
+        defs = os.path.join(out_dir, 'raw', f'defs-{a.kill_rank:06d}.jsonl')
+        with open(defs) as f:
+            pid = next(json.loads(l)['pid'] for l in f if '"type":"rank"' in l)
+        log(f'preload: all ranks reached the known state; SIGKILL to rank {a.kill_rank} '
+            f'(pid {pid})')
+        os.kill(pid, signal.SIGKILL)
+
     errors = []
     rc, stdout, stderr = run(a, rank_env, prog, 'preload',
-                             sigterm_when=all_written if a.end == 'sigterm' else None)
+                             sigterm_when=all_written if a.end in ('sigterm', 'sigkill') else None,
+                             on_ready=kill_rank if a.end == 'sigkill' else None)
     profile_json = os.path.join(out_dir, 'profile.json')
 
     if a.mismatch:
@@ -399,6 +462,9 @@ def main():
         expected = load_expected(expect_dir, a.np)
         errors += check_ends(profile, a, incomplete=True)
         errors += compare(profile, expected, a)
+
+    if a.trace and not a.mismatch:
+        errors += check_trace(a, out_dir, expect_dir)
 
     if a.helgrind:
         total, ours = helgrind_reports(a.workdir)

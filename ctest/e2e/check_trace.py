@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""Checks an invmw OTF2 trace against the same run's profile, with two independent readers.
+
+Run with Debian's /usr/bin/python3 (it has the `otf2` module of python3-otf2). The profile is
+itself checked against the program's own bookkeeping by run_and_check.py, so matching the trace
+to the profile ties the trace to what the program really did.
+
+Checks, per rank (location group):
+  - the archive opens with the OTF2 Python reader, and `otf2-print` reads it with the same number
+    of events of each type;
+  - timestamps never decrease within a location;
+  - Enter events per region equal the profile's calls of that function (MPI_Init,
+    MPI_Init_thread and MPI_Finalize are not regions of the trace);
+  - every receive (MpiRecv, MpiIrecv) is matched by a send (MpiSend, MpiIsend) with the same
+    communicator, peers and tag, in order, with the same length, and no send is left over;
+  - message bytes sent and received per rank equal the profile's point-to-point bytes;
+  - MpiCollectiveBegin/End pair up, one per blocking collective call of the profile.
+With --raw-at-least, also: every call record the rank had flushed to raw/ is in the archive
+(used after a kill, where the profile is incomplete and the trace was recovered).
+
+usage: check_trace.py RUN_DIR [--profile profile.json] [--raw-at-least] [--no-profile-match]
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+import otf2
+
+NOT_REGIONS = {'MPI_Init', 'MPI_Init_thread', 'MPI_Finalize'}
+P2P_SEND = {'MPI_Send', 'MPI_Bsend', 'MPI_Ssend', 'MPI_Rsend', 'MPI_Isend', 'MPI_Ibsend',
+            'MPI_Issend', 'MPI_Irsend', 'MPI_Sendrecv', 'MPI_Sendrecv_replace'}
+P2P_RECV = {'MPI_Recv', 'MPI_Irecv', 'MPI_Sendrecv', 'MPI_Sendrecv_replace', 'MPI_Mrecv',
+            'MPI_Imrecv'}
+
+
+def fail(errors):
+    for e in errors[:40]:
+        print('FAIL: ' + e)
+    if len(errors) > 40:
+        print(f'... and {len(errors) - 40} more')
+    sys.exit(1)
+
+
+def comm_members(comm):
+    """World ranks of a communicator's members, in communicator rank order."""
+    return [m if isinstance(m, int) else rank_of_location(m) for m in comm.group.members]
+
+
+def rank_of_location(loc):
+    m = re.search(r'(\d+)', loc.group.name)
+    return int(m.group(1)) if m else -1
+
+
+def read_trace(path):
+    counts = collections.defaultdict(collections.Counter)  # rank -> event type -> n
+    enters = collections.defaultdict(collections.Counter)  # rank -> region -> n
+    sends, recvs = [], []
+    bytes_sent = collections.Counter()
+    bytes_recv = collections.Counter()
+    coll_begin = collections.Counter()
+    coll_end = collections.Counter()
+    errors = []
+    last = {}
+    total = collections.Counter()
+    with otf2.reader.open(path) as trace:
+        members = {}
+        for loc, ev in trace.events:
+            rank = rank_of_location(loc)
+            name = type(ev).__name__
+            counts[rank][name] += 1
+            total[name] += 1
+            t = ev.time
+            if loc in last and t < last[loc]:
+                errors.append(f'{loc.name}: timestamp {t} after {last[loc]} (decreasing)')
+            last[loc] = t
+            if name == 'Enter':
+                enters[rank][ev.region.name] += 1
+            elif name in ('MpiSend', 'MpiIsend', 'MpiRecv', 'MpiIrecv'):
+                comm = ev.communicator
+                key = id(comm)
+                if key not in members:
+                    members[key] = comm_members(comm)
+                mem = members[key]
+                my_pos = mem.index(rank) if rank in mem else -1
+                if name in ('MpiSend', 'MpiIsend'):
+                    peer = mem[ev.receiver] if 0 <= ev.receiver < len(mem) else -1
+                    sends.append((comm.name, rank, peer, ev.msg_tag, ev.msg_length, t))
+                    bytes_sent[rank] += ev.msg_length
+                else:
+                    peer = mem[ev.sender] if 0 <= ev.sender < len(mem) else -1
+                    recvs.append((comm.name, peer, rank, ev.msg_tag, ev.msg_length, t))
+                    bytes_recv[rank] += ev.msg_length
+            elif name == 'MpiCollectiveBegin':
+                coll_begin[rank] += 1
+            elif name == 'MpiCollectiveEnd':
+                coll_end[rank] += 1
+    return dict(counts=counts, enters=enters, sends=sends, recvs=recvs, bytes_sent=bytes_sent,
+                bytes_recv=bytes_recv, coll_begin=coll_begin, coll_end=coll_end, errors=errors,
+                total=total)
+
+
+def otf2_print_counts(path):
+    res = subprocess.run(['otf2-print', path], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        return None, f'otf2-print failed ({res.returncode}): {res.stderr[-500:]}'
+    c = collections.Counter()
+    started = False
+    for line in res.stdout.splitlines():
+        if line.startswith('-----'):
+            started = True
+            continue
+        if not started or not line.strip():
+            continue
+        c[line.split()[0]] += 1
+    return c, None
+
+
+def camel_to_print(name):
+    # MpiCollectiveBegin -> MPI_COLLECTIVE_BEGIN, Enter -> ENTER (otf2-print's spelling)
+    s = re.sub(r'(?<!^)(?=[A-Z])', '_', name).upper()
+    return s.replace('MPI_I_', 'MPI_I')
+
+
+def match_messages(sends, recvs):
+    errors = []
+    queues = collections.defaultdict(collections.deque)
+    for s in sends:
+        queues[s[:4]].append(s)
+    for r in recvs:
+        key = (r[0], r[1], r[2], r[3])
+        if not queues[key]:
+            errors.append(f'receive without send: comm {r[0]}, {r[1]} -> {r[2]}, tag {r[3]}, '
+                          f'{r[4]} bytes')
+            continue
+        s = queues[key].popleft()
+        if r[5] < s[5]:
+            errors.append(f'message {r[1]} -> {r[2]} tag {r[3]}: received at {r[5]}, before it '
+                          f'was sent at {s[5]} (clock correction)')
+        if s[4] != r[4]:
+            errors.append(f'message {r[1]} -> {r[2]} tag {r[3]}: sent {s[4]} bytes, received '
+                          f'{r[4]}')
+    left = sum(len(q) for q in queues.values())
+    if left:
+        errors.append(f'{left} send(s) never received')
+    return errors
+
+
+def raw_call_records(run_dir, rank):
+    n = 0
+    for path in glob.glob(os.path.join(run_dir, 'raw', f'events-{rank:06d}-*.bin')):
+        data = open(path, 'rb').read()
+        for off in range(64, len(data) - 63, 64):
+            if data[off + 58] == 0:  # EventRecord::type == kCall
+                n += 1
+    return n
+
+
+def check_skew(run_dir, off_s, drift):
+    """Rank r's trace clock was run r*off_s ahead, drifting by r*drift: the offsets invmw measured
+    (defs-R.jsonl "clock" lines) must equal that within their uncertainty."""
+    errors = []
+    checked = 0
+    for path in sorted(glob.glob(os.path.join(run_dir, 'raw', 'defs-*.jsonl'))):
+        lines = [json.loads(l) for l in open(path)]
+        rank_line = next(l for l in lines if l['type'] == 'rank')
+        r, tps, init = rank_line['rank'], rank_line['ticks_per_second'], rank_line['init_ticks']
+        for c in (l for l in lines if l['type'] == 'clock'):
+            # The skew is applied to unskewed ticks; at this precision the skewed ones do.
+            injected = r * off_s * tps + (c['ticks'] - init) * r * drift
+            err = abs(c['offset_ticks'] - injected)
+            bound = c['uncertainty_ticks'] + 1e-6 * tps
+            print(f'rank {r} {c["phase"]}: offset {c["offset_ticks"] / tps * 1e6:.3f} us, '
+                  f'injected {injected / tps * 1e6:.3f} us, uncertainty '
+                  f'{c["uncertainty_ticks"] / tps * 1e6:.3f} us')
+            if err > bound:
+                errors.append(f'rank {r} {c["phase"]}: measured offset {c["offset_ticks"]:.0f} '
+                              f'ticks, injected {injected:.0f}, uncertainty '
+                              f'{c["uncertainty_ticks"]:.0f}')
+            checked += 1
+    if checked == 0:
+        errors.append('no clock offsets in raw/defs-*.jsonl')
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('run_dir')
+    ap.add_argument('--profile')
+    ap.add_argument('--raw-at-least', action='store_true')
+    ap.add_argument('--no-profile-match', action='store_true')
+    ap.add_argument('--skew', metavar='OFFSET_S,DRIFT',
+                    help='INVMW_TRACE_TEST_SKEW of the run: the measured clock offsets must match '
+                         'the injected ones within their reported uncertainty')
+    ap.add_argument('--min-enters', action='append', default=[], metavar='RANK=N',
+                    help='the trace must hold at least N Enter events of RANK')
+    a = ap.parse_args()
+    path = os.path.join(a.run_dir, 'traces.otf2')
+    if not os.path.exists(path):
+        fail([f'{path} missing'])
+    t = read_trace(path)
+    errors = list(t['errors'])
+
+    printed, err = otf2_print_counts(path)
+    if err:
+        errors.append(err)
+    else:
+        for name, n in t['total'].items():
+            pname = camel_to_print(name)
+            if printed.get(pname, 0) != n:
+                errors.append(f'otf2-print shows {printed.get(pname, 0)} {pname}, the Python '
+                              f'reader {n}')
+
+    errors += match_messages(t['sends'], t['recvs'])
+
+    if a.profile and not a.no_profile_match:
+        profile = json.load(open(a.profile))
+        for r in profile['ranks']:
+            rank = r['rank']
+            fns = r['functions']
+            for name, f in fns.items():
+                if name in NOT_REGIONS:
+                    continue
+                got = t['enters'][rank].get(name, 0)
+                if got != f['calls']:
+                    errors.append(f'rank {rank} {name}: {f["calls"]} calls in the profile, '
+                                  f'{got} Enter events in the trace')
+            for name, got in t['enters'][rank].items():
+                if name.startswith('MPI_') and name not in fns:
+                    errors.append(f'rank {rank}: region {name} in the trace, not in the profile')
+            sent = sum(f['bytes_sent'] for n, f in fns.items() if n in P2P_SEND)
+            recv = sum(f['bytes_recv'] for n, f in fns.items() if n in P2P_RECV)
+            if t['bytes_sent'][rank] != sent:
+                errors.append(f'rank {rank}: messages sent carry {t["bytes_sent"][rank]} bytes, '
+                              f'the profile has {sent}')
+            if t['bytes_recv'][rank] != recv:
+                errors.append(f'rank {rank}: messages received carry {t["bytes_recv"][rank]} '
+                              f'bytes, the profile has {recv}')
+            if t['coll_begin'][rank] != t['coll_end'][rank]:
+                errors.append(f'rank {rank}: {t["coll_begin"][rank]} MpiCollectiveBegin, '
+                              f'{t["coll_end"][rank]} MpiCollectiveEnd')
+
+    if a.raw_at_least:
+        for rank in sorted(t['enters']):
+            raw = raw_call_records(a.run_dir, rank)
+            got = sum(t['enters'][rank].values())
+            if got < raw:
+                errors.append(f'rank {rank}: {raw} call records flushed to raw/, only {got} '
+                              f'Enter events in the recovered trace')
+            else:
+                print(f'rank {rank}: {raw} flushed call records, {got} Enter events')
+
+    if a.skew:
+        errors += check_skew(a.run_dir, *map(float, a.skew.split(',')))
+
+    for spec in a.min_enters:
+        rank, _, n = spec.partition('=')
+        got = sum(t['enters'][int(rank)].values())
+        if got < int(n):
+            errors.append(f'rank {rank}: the program made {n} calls before the end, the trace '
+                          f'holds {got} Enter events')
+
+    if errors:
+        fail(errors)
+    n = sum(t['total'].values())
+    print(f'trace OK: {n} events, {len(t["sends"])} messages matched, ranks '
+          f'{sorted(t["enters"])}')
+
+
+if __name__ == '__main__':
+    main()
