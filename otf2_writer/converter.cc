@@ -45,6 +45,9 @@ OTF2_FlushType PreFlush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) {
 }
 const OTF2_FlushCallbacks kFlushCallbacks = {PreFlush, nullptr};
 
+// The one attribute invmw defines: the count of coalesced unsuccessful tests.
+constexpr OTF2_AttributeRef kCoalescedAttribute = 0;
+
 class Strings {
  public:
   OTF2_StringRef operator()(const std::string& s) {
@@ -111,7 +114,11 @@ class RankWriter {
         flush_region_(flush_region),
         pause_region_(pause_region),
         clock_(clock),
-        issues_(issues) {}
+        issues_(issues),
+        coalesced_attrs_(OTF2_AttributeList_New()) {}
+  ~RankWriter() { OTF2_AttributeList_Delete(coalesced_attrs_); }
+  RankWriter(const RankWriter&) = delete;
+  RankWriter& operator=(const RankWriter&) = delete;
 
   uint64_t Run(std::vector<LocationOut>* outs) {
     const size_t nthreads = rank_.threads.size();
@@ -295,9 +302,18 @@ class RankWriter {
         return;
       }
       case trace::kTestFail: {
-        // One record stands for bytes_sent consecutive unsuccessful tests: one region visit.
+        // One record stands for bytes_sent consecutive unsuccessful tests: one region visit,
+        // whose Enter carries the count when it is more than one.
         if (r.func >= regions_.size()) return (void)Func(r.func);
-        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), regions_[r.func]), "Enter");
+        OTF2_AttributeList* attrs = nullptr;
+        if (r.bytes_sent > 1) {
+          attrs = coalesced_attrs_;
+          OTF2_AttributeValue v;
+          v.uint64 = r.bytes_sent;
+          Check(OTF2_AttributeList_AddAttribute(attrs, kCoalescedAttribute, OTF2_TYPE_UINT64, v),
+                "AddAttribute");
+        }
+        Check(OTF2_EvtWriter_Enter(W(), attrs, T(r.t_enter), regions_[r.func]), "Enter");
         if (r.request)
           Check(OTF2_EvtWriter_MpiRequestTest(W(), nullptr, T(r.t_enter), r.request),
                 "MpiRequestTest");
@@ -506,6 +522,7 @@ class RankWriter {
   OTF2_RegionRef flush_region_, pause_region_;
   const ClockModel& clock_;
   std::map<std::string, uint64_t>* issues_;
+  OTF2_AttributeList* coalesced_attrs_;  // emptied by each event write that uses it
   std::vector<OTF2_EvtWriter*> writers_;
   std::vector<uint64_t> last_;
   std::vector<LocationOut> locs_;
@@ -685,7 +702,13 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   std::vector<OTF2_StringRef> s_comms;
   for (const auto& c : comms.comms()) s_comms.push_back(str(c.name));
   const OTF2_StringRef s_missing_loc = str("missing rank");
+  const OTF2_StringRef s_coalesced = str("invmw:coalesced_calls");
+  const OTF2_StringRef s_coalesced_desc =
+      str("number of consecutive unsuccessful test or probe calls this region visit stands for");
   str.Write(g);
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCoalescedAttribute, s_coalesced, s_coalesced_desc,
+                                            OTF2_TYPE_UINT64),
+        "Attribute");
 
   for (size_t i = 0; i < regions.size(); ++i)
     Check(OTF2_GlobalDefWriter_WriteRegion(g, OTF2_RegionRef(i), s_regions[i], s_regions[i],

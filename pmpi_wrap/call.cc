@@ -57,6 +57,23 @@ void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t 
   e.flags = 0;
   e.peer2 = peer2;
   e.tag2 = tag2;
+  if (type == trace::kTestFail) {
+    e.bytes_sent = 1;  // the number of calls the record stands for
+    if (g.trace_coalesce) {
+      trace::EventRecord& pf = ts_->pending_fail;
+      if (ts_->has_pending_fail && pf.func == e.func && pf.request == e.request &&
+          pf.comm == e.comm) {
+        pf.t_leave = e.t_leave;
+        pf.bytes_sent++;
+        return;
+      }
+      FlushPendingFail(ts_);
+      pf = e;
+      ts_->has_pending_fail = true;
+      return;
+    }
+  }
+  FlushPendingFail(ts_);
   ts_->trace->Push(e);
 }
 
@@ -70,6 +87,7 @@ void Call::Completed(const RequestSnapshot& before, int i, const MPI_Status* st)
     if (!cancelled) ts_->stats[r->func].bytes_recv += got = StatusBytes(st);
   }
   if (ts_->trace) {
+    FlushPendingFail(ts_);
     // Placed before this Wait/Test's own record: the converter puts it inside that call.
     trace::EventRecord e{};
     e.t_enter = e.t_leave = TraceTime(clock::Ticks());

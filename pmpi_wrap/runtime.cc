@@ -355,6 +355,7 @@ void OnInit(uint64_t enter_ticks) {
   int trace_ok = g.cfg.TRACE_ENABLE && !g.output_dir.empty() ? 1 : 0, all_trace = 0;
   PMPI_Allreduce(&trace_ok, &all_trace, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   g.trace_on = all_trace != 0;
+  g.trace_coalesce = g.cfg.TRACE_COALESCE_TESTS;
   if (g.trace_on) TraceInit();
 
   if (g.rank == 0 && !g.output_dir.empty()) {

@@ -30,6 +30,7 @@ struct Runtime {
   std::atomic<uint64_t> next_request_id{1};
   bool trace_on = false;            // INVMW_TRACE_ENABLE and a usable output directory
   bool trace_flush_on_full = true;  // INVMW_TRACE_ON_FULL=flush
+  bool trace_coalesce = true;       // INVMW_TRACE_COALESCE_TESTS
 
   // Set at MPI_Init.
   bool initialized = false;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/event_format.h"
 #include "common/raw_format.h"
 #include "function_table.h"
 
@@ -40,6 +41,9 @@ struct ThreadState {
   } type_cache[kTypeCache];
   int index;
   TraceBuffer* trace;  // this thread's event ring; null when not tracing
+  // A run of unsuccessful tests being coalesced into one record (INVMW_TRACE_COALESCE_TESTS).
+  trace::EventRecord pending_fail;
+  bool has_pending_fail;
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the

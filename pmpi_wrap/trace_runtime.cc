@@ -140,6 +140,9 @@ void TraceInit() {
 
 void TraceFinalize() {
   if (g_defs_fd < 0) return;
+  // Other threads have stopped calling MPI by now (MPI_Finalize is the last call).
+  for (int i = 0; i < ThreadCount(); ++i)
+    if (ThreadState* ts = ThreadAt(i); ts && ts->trace) FlushPendingFail(ts);
   MeasureClockOffset("finalize");
   PMPI_Comm_free(&g_sync_comm);
   StopTraceWriter();

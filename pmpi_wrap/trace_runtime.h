@@ -10,6 +10,7 @@
 #include "common/event_format.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/thread_state.h"
+#include "pmpi_wrap/trace_buffer.h"
 
 namespace invmw::wrap {
 
@@ -24,6 +25,14 @@ void TraceSaveFromSignal();
 void TraceAttachThread(ThreadState* ts);
 // A communicator became known.
 void TraceCommDefined(const CommInfo* ci);
+
+// Pushes a coalesced run of unsuccessful tests, if one is pending on this thread.
+inline void FlushPendingFail(ThreadState* ts) {
+  if (ts->has_pending_fail) {
+    ts->has_pending_fail = false;
+    ts->trace->Push(ts->pending_fail);
+  }
+}
 
 // Trace clock of this rank (ticks, with the test-only skew applied when set).
 uint64_t TraceTicks(uint64_t ticks);
