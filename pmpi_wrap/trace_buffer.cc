@@ -48,6 +48,7 @@ TraceBuffer::TraceBuffer(uint32_t capacity, int fd) : fd_(fd) {
   while (cap < capacity && cap < (1u << 30)) cap <<= 1;
   capacity_ = cap;
   mask_ = cap - 1;
+  half_mask_ = cap / 2 - 1;
   // Populated up front: a first-touch page fault costs ~20 us on virtual machines, which would
   // land on the MPI calls that first write each page (one in 64 records).
   void* p = mmap(nullptr, size_t(cap) * sizeof(trace::EventRecord), PROT_READ | PROT_WRITE,
@@ -140,6 +141,7 @@ uint64_t TotalFlushes() {
   return d;
 }
 
+// Wakes the writer early (a ring reached half its capacity).
 void NudgeTraceWriter() {
   {
     std::lock_guard<std::mutex> lock(g_writer_mutex);

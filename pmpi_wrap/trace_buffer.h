@@ -29,6 +29,9 @@ class TraceBuffer {
     if (h - tail_.load(std::memory_order_acquire) >= capacity_) return PushFull(r);
     ring_[h & mask_] = r;
     head_.store(h + 1, std::memory_order_release);
+    // Wake the writer each time half the ring has filled, so bursts faster than the drain
+    // interval are written out before the ring fills.
+    if (((h + 1) & half_mask_) == 0) NudgeTraceWriter();
     return true;
   }
 
@@ -51,6 +54,7 @@ class TraceBuffer {
   trace::EventRecord* ring_;
   uint32_t capacity_;
   uint64_t mask_;
+  uint64_t half_mask_;
   int fd_;
   std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> tail_{0};
@@ -60,6 +64,8 @@ class TraceBuffer {
   std::mutex drain_mutex_;
 };
 
+void NudgeTraceWriter();
+
 // Starts the writer thread (drains every buffer at `interval_s`, or sooner when a ring is half
 // full) / stops it after a last drain.
 void StartTraceWriter(double interval_s);
@@ -68,8 +74,6 @@ void StopTraceWriter();
 void RegisterTraceBuffer(TraceBuffer* b);
 // Drains every registered buffer; from_signal selects the lock-free path.
 void DrainAllTraceBuffers(bool from_signal);
-// Wakes the writer early (a ring reached half its capacity).
-void NudgeTraceWriter();
 uint64_t TotalDroppedEvents();
 uint64_t TotalFlushes();
 

@@ -10,11 +10,15 @@ usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overh
                    [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi]
 """
 import argparse
+import glob
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+
+last_trace_dir = [None]
 
 
 def run(args, env_extra, preload):
@@ -23,6 +27,8 @@ def run(args, env_extra, preload):
     cmd = [args.launcher, '-np', '2', '--bind-to', 'core']
     if preload:
         out = tempfile.mkdtemp(prefix='invmw-bench-')
+        if env_extra.get('INVMW_TRACE_ENABLE') == '1':
+            last_trace_dir[0] = out
         cmd += ['-x', f'LD_PRELOAD={args.lib}', '-x', f'INVMW_OUTPUT_DIR={out}',
                 '-x', 'INVMW_RUNTIME_QUIET=1']
         for k in env_extra:
@@ -74,6 +80,19 @@ def main():
         print(line)
     print('units: ping-pong = one half round trip (one wrapped call per rank on the critical '
           'path); others = one call')
+    if 'trace' in med and 'test_null' in benches:
+        ns = med['trace']['test_null']
+        print(f'trace recording rate (MPI_Test on MPI_REQUEST_NULL, one event per call, MPI '
+              f'included): {1e3 / ns:.1f} million events per second per rank')
+    if args.trace and last_trace_dir[0]:
+        raw = sum(os.path.getsize(p) for p in glob.glob(os.path.join(last_trace_dir[0], 'raw',
+                                                                      'events-*')))
+        otf = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in
+                  os.walk(os.path.join(last_trace_dir[0], 'traces')) for f in fs)
+        events = raw // 64
+        if events:
+            print(f'bytes per event: {raw / events:.1f} in the raw buffer files, '
+                  f'{otf / events:.1f} in the OTF2 archive ({events} calls recorded)')
 
 
 if __name__ == '__main__':
