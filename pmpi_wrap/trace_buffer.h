@@ -18,6 +18,9 @@
 
 namespace invmw::wrap {
 
+// Wakes the writer thread early (a ring reached half its capacity).
+void NudgeTraceWriter();
+
 class TraceBuffer {
  public:
   // capacity: records in the ring (a power of two); fd: the thread's open event file.
@@ -63,8 +66,6 @@ class TraceBuffer {
   std::atomic<uint64_t> written_{0};
   std::mutex drain_mutex_;
 };
-
-void NudgeTraceWriter();
 
 // Starts the writer thread (drains every buffer at `interval_s`, or sooner when a ring is half
 // full) / stops it after a last drain.
