@@ -54,8 +54,12 @@ inline std::string RankTag(int32_t rank) {
   std::snprintf(b, sizeof b, "%06d", rank);
   return b;
 }
-inline std::string MetricsFileName(int32_t rank) { return "metrics-" + RankTag(rank) + ".jsonl"; }
-inline std::string SamplesFileName(int32_t rank) { return "samples-" + RankTag(rank) + ".bin"; }
+inline std::string MetricsFileName(int32_t rank) {
+  return "metrics-" + RankTag(rank) + ".jsonl";
+}
+inline std::string SamplesFileName(int32_t rank) {
+  return "samples-" + RankTag(rank) + ".bin";
+}
 inline std::string ResourcesFileName(int32_t rank) {
   return "resources-" + RankTag(rank) + ".json";
 }

@@ -12,6 +12,7 @@
 #include "otf2_writer/comm_map.h"
 #include "otf2_writer/function_info.h"
 #include "otf2_writer/raw_run.h"
+#include "otf2_writer/raw_samples.h"
 
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
@@ -87,7 +88,82 @@ struct LocationOut {
   int32_t rank = 0;
   uint64_t events = 0;
   uint64_t first_global = UINT64_MAX, last_global = 0;
+  OTF2_LocationType type = OTF2_LOCATION_TYPE_CPU_THREAD;
+  std::vector<uint32_t> metric_classes;  // metric locations: the classes they record
 };
+
+// The sampler's metrics of all ranks: members shared across ranks (by name, unit and mode),
+// classes per distinct member set (OTF2 allows at most 255 members per class, so a larger set
+// is split into several classes, each written as its own Metric event per sample).
+struct MetricDefs {
+  struct Member {
+    std::string name, unit, description;
+    bool accumulated, hardware;
+  };
+  std::vector<Member> members;
+  std::map<std::string, uint32_t> member_of;
+  std::vector<std::vector<uint32_t>> classes;
+  std::map<std::vector<uint32_t>, uint32_t> class_of;
+
+  uint32_t MemberRef(const RawMetric& m) {
+    const std::string key = m.name + "\n" + m.unit + (m.accumulated ? "\na" : "\nb");
+    auto [it, added] = member_of.emplace(key, uint32_t(members.size()));
+    if (added)
+      members.push_back({m.name, m.unit, m.description, m.accumulated,
+                         m.source == "counters" && m.name.rfind("counters.PAPI_", 0) == 0});
+    return it->second;
+  }
+  uint32_t ClassRef(const std::vector<uint32_t>& set) {
+    auto [it, added] = class_of.emplace(set, uint32_t(classes.size()));
+    if (added) classes.push_back(set);
+    return it->second;
+  }
+};
+
+// Writes one rank's samples as asynchronous metrics on the rank's metric location. Stamps are
+// the rank's trace-clock ticks, like its MPI events, so the same clock offsets apply.
+bool WriteRankMetrics(OTF2_Archive* archive, const RawSamples& s, const ClockModel& clock,
+                      MetricDefs* defs, LocationOut* out) {
+  if (s.metrics.empty() || s.size() == 0) return false;
+  constexpr size_t kMaxPerClass = 255;
+  struct Chunk {
+    uint32_t cls;
+    size_t first, count;
+  };
+  std::vector<Chunk> chunks;
+  for (size_t first = 0; first < s.metrics.size(); first += kMaxPerClass) {
+    const size_t count = std::min(kMaxPerClass, s.metrics.size() - first);
+    std::vector<uint32_t> set;
+    for (size_t k = first; k < first + count; ++k) set.push_back(defs->MemberRef(s.metrics[k]));
+    chunks.push_back({defs->ClassRef(set), first, count});
+    out->metric_classes.push_back(chunks.back().cls);
+  }
+  out->id = LocationId(s.rank, kMetricLocationThread);
+  out->rank = s.rank;
+  out->name = "rank " + std::to_string(s.rank) + " metrics";
+  out->type = OTF2_LOCATION_TYPE_METRIC;
+  OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, out->id);
+  if (!w) throw std::runtime_error("OTF2_Archive_GetEvtWriter failed");
+  std::vector<OTF2_Type> types(kMaxPerClass, OTF2_TYPE_DOUBLE);
+  std::vector<OTF2_MetricValue> values(kMaxPerClass);
+  uint64_t last = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const uint64_t t = std::max(last, s.ticks[i]);
+    last = t;
+    const uint64_t g = clock.ToGlobal(t);
+    out->first_global = std::min(out->first_global, g);
+    out->last_global = std::max(out->last_global, g);
+    for (const Chunk& c : chunks) {
+      for (size_t k = 0; k < c.count; ++k) values[k].floating_point = s.at(i, c.first + k);
+      Check(OTF2_EvtWriter_Metric(w, nullptr, t, c.cls, uint8_t(c.count), types.data(),
+                                  values.data()),
+            "Metric");
+      ++out->events;
+    }
+  }
+  Check(OTF2_Archive_CloseEvtWriter(archive, w), "CloseEvtWriter");
+  return true;
+}
 
 struct ReqState {
   enum Kind : uint8_t { kSend, kRecv, kColl, kOther } kind = kOther;
@@ -590,6 +666,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
 
   std::map<std::string, uint64_t> issues;
   std::vector<LocationOut> locations;
+  MetricDefs metric_defs;
   std::map<int32_t, ClockModel> clocks;
   for (RawRank& rank : run.ranks) {
     std::string warn;
@@ -618,6 +695,15 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
       result.problems.push_back("rank " + std::to_string(rank.rank) + ": " + std::to_string(n) +
                                 " " + what);
     for (auto& t : rank.threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
+    RawSamples samples;
+    if (LoadRawSamples(run_dir, rank.rank, &samples, &result.problems)) {
+      LocationOut ml;
+      if (WriteRankMetrics(archive, samples, clocks[rank.rank], &metric_defs, &ml)) {
+        result.events_out += ml.events;
+        result.metric_events += ml.events;
+        locations.push_back(ml);
+      }
+    }
     ++result.ranks_converted;
   }
   // A rank that left no usable defs still gets an (empty) location, with files, so that
@@ -705,6 +791,12 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   const OTF2_StringRef s_coalesced = str("invmw:coalesced_calls");
   const OTF2_StringRef s_coalesced_desc =
       str("number of consecutive unsuccessful test or probe calls this region visit stands for");
+  std::vector<OTF2_StringRef> s_mname, s_mdesc, s_munit;
+  for (const auto& m : metric_defs.members) {
+    s_mname.push_back(str(m.name));
+    s_mdesc.push_back(str(m.description));
+    s_munit.push_back(str(m.unit));
+  }
   str.Write(g);
   Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCoalescedAttribute, s_coalesced, s_coalesced_desc,
                                             OTF2_TYPE_UINT64),
@@ -715,6 +807,23 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
                                            s_empty, regions[i].role, OTF2_PARADIGM_MPI,
                                            regions[i].flags, s_empty, 0, 0),
           "Region");
+  for (size_t i = 0; i < metric_defs.members.size(); ++i) {
+    const auto& m = metric_defs.members[i];
+    Check(OTF2_GlobalDefWriter_WriteMetricMember(
+              g, OTF2_MetricMemberRef(i), s_mname[i], s_mdesc[i],
+              m.hardware ? OTF2_METRIC_TYPE_PAPI : OTF2_METRIC_TYPE_OTHER,
+              m.accumulated ? OTF2_METRIC_ACCUMULATED_START : OTF2_METRIC_ABSOLUTE_POINT,
+              OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0, s_munit[i]),
+          "MetricMember");
+  }
+  for (size_t i = 0; i < metric_defs.classes.size(); ++i) {
+    const auto& c = metric_defs.classes[i];
+    std::vector<OTF2_MetricMemberRef> refs(c.begin(), c.end());
+    Check(OTF2_GlobalDefWriter_WriteMetricClass(g, OTF2_MetricRef(i), uint8_t(refs.size()),
+                                                refs.data(), OTF2_METRIC_ASYNCHRONOUS,
+                                                OTF2_RECORDER_KIND_ABSTRACT),
+          "MetricClass");
+  }
   Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_run, s_machine,
                                                  OTF2_UNDEFINED_SYSTEM_TREE_NODE),
         "SystemTreeNode");
@@ -736,10 +845,13 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   std::vector<uint64_t> rank_location(run.world_size, OTF2_UNDEFINED_LOCATION);
   for (size_t i = 0; i < locations.size(); ++i) {
     const auto& l = locations[i];
-    Check(OTF2_GlobalDefWriter_WriteLocation(g, l.id, s_locs[i], OTF2_LOCATION_TYPE_CPU_THREAD,
-                                             l.events, OTF2_LocationGroupRef(l.rank)),
+    Check(OTF2_GlobalDefWriter_WriteLocation(g, l.id, s_locs[i], l.type, l.events,
+                                             OTF2_LocationGroupRef(l.rank)),
           "Location");
-    if (l.rank < run.world_size && rank_location[l.rank] == OTF2_UNDEFINED_LOCATION)
+    for (uint32_t cls : l.metric_classes)
+      Check(OTF2_GlobalDefWriter_WriteMetricClassRecorder(g, cls, l.id), "MetricClassRecorder");
+    if (l.type == OTF2_LOCATION_TYPE_CPU_THREAD && l.rank < run.world_size &&
+        rank_location[l.rank] == OTF2_UNDEFINED_LOCATION)
       rank_location[l.rank] = l.id;
   }
   for (int32_t r = 0; r < run.world_size; ++r)

@@ -37,12 +37,18 @@ struct ConvertResult {
   int32_t ranks_converted = 0;
   uint64_t locations = 0;
   uint64_t records_in = 0;  // raw records read
-  uint64_t events_out = 0;  // OTF2 events written
+  uint64_t events_out = 0;  // OTF2 events written (metric events included)
+  uint64_t metric_events = 0;  // of which sampler metrics (OTF2 Metric records)
   bool partial = false;     // some rank did not end cleanly, or data was dropped
   std::vector<std::string> problems;
 };
 
 ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options = {});
+
+// The sampler's samples (raw/samples-R.bin, common/sample_format.h) become asynchronous OTF2
+// metrics on one location of type METRIC per rank, in the rank's location group, with
+// MetricMember / MetricClass / MetricClassRecorder definitions.
+constexpr int32_t kMetricLocationThread = 1 << 20;  // thread index of the metric location
 
 // OTF2 location id of (rank, thread index); the location group id of a rank is the rank.
 inline uint64_t LocationId(int32_t rank, int32_t thread) {

@@ -37,6 +37,18 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
   if (auto it = t.properties.find("INVMW::PARTIAL");
       it != t.properties.end() && it->second == "true")
     r.warnings.push_back("the archive is marked partial (a rank crashed or dropped events)");
+  for (const auto& m : t.metric_locations) {
+    if (m.declared_events != m.samples.size())
+      fail.Add("event counts", "metric location \"" + m.name + "\": definitions declare " +
+                                   std::to_string(m.declared_events) + " events, the file holds " +
+                                   std::to_string(m.samples.size()));
+    for (size_t i = 1; i < m.samples.size(); ++i)
+      if (m.samples[i].ticks < m.samples[i - 1].ticks) {
+        fail.Add("metric timestamps", "metric location \"" + m.name + "\": sample " +
+                                          std::to_string(i) + " is earlier than the one before");
+        break;
+      }
+  }
   for (size_t li = 0; li < t.locations.size(); ++li) {
     const auto& l = t.locations[li];
     if (l.declared_events != l.events.size())

@@ -56,6 +56,7 @@ struct State {
   Trace* t;
   std::unordered_map<uint32_t, std::string> strings;
   std::unordered_map<uint64_t, uint32_t> group_of_location;  // location -> location group
+  std::unordered_map<uint64_t, size_t> metric_loc_index;
   std::map<uint32_t, Group> groups;
   std::map<uint32_t, uint32_t> comm_group;
   std::unordered_map<uint64_t, size_t> loc_index;
@@ -114,7 +115,18 @@ OTF2_CallbackCode DefRegion(void* u, OTF2_RegionRef self, OTF2_StringRef name, O
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode DefLocation(void* u, OTF2_LocationRef self, OTF2_StringRef name,
-                              OTF2_LocationType, uint64_t events, OTF2_LocationGroupRef group) {
+                              OTF2_LocationType type, uint64_t events,
+                              OTF2_LocationGroupRef group) {
+  if (type == OTF2_LOCATION_TYPE_METRIC) {
+    TraceMetricLocation m;
+    m.id = self;
+    m.name = S(u)->Str(name);
+    m.declared_events = events;
+    m.rank = int32_t(group);
+    S(u)->group_of_location[self] = group;
+    S(u)->t->metric_locations.push_back(std::move(m));
+    return OTF2_CALLBACK_SUCCESS;
+  }
   TraceLocation l;
   l.id = self;
   l.name = S(u)->Str(name);
@@ -133,6 +145,22 @@ OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_
                           OTF2_CommRef, OTF2_CommFlag) {
   S(u)->t->comms[self].name = S(u)->Str(name);
   S(u)->comm_group[self] = group;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode DefMetricMember(void* u, OTF2_MetricMemberRef self, OTF2_StringRef name,
+                                  OTF2_StringRef, OTF2_MetricType, OTF2_MetricMode mode, OTF2_Type,
+                                  OTF2_Base, int64_t, OTF2_StringRef unit) {
+  auto& m = S(u)->t->metric_members;
+  if (m.size() <= self) m.resize(self + 1);
+  m[self] = {S(u)->Str(name), S(u)->Str(unit),
+             (mode & OTF2_METRIC_VALUE_MASK) == OTF2_METRIC_VALUE_ACCUMULATED};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefMetricClass(void* u, OTF2_MetricRef self, uint8_t n,
+                                 const OTF2_MetricMemberRef* members, OTF2_MetricOccurrence,
+                                 OTF2_RecorderKind) {
+  S(u)->t->metric_classes[self] = std::vector<uint32_t>(members, members + n);
   return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -279,6 +307,22 @@ OTF2_CallbackCode EvUnknown(INVMW_EVT_HEAD) {
   S(u)->Add(loc, time, TraceEvent::kOther, &li);
   return OTF2_CALLBACK_SUCCESS;
 }
+OTF2_CallbackCode EvMetric(INVMW_EVT_HEAD, OTF2_MetricRef metric, uint8_t n, const OTF2_Type* types,
+                           const OTF2_MetricValue* values) {
+  State* st = S(u);
+  auto it = st->metric_loc_index.find(loc);
+  if (it == st->metric_loc_index.end()) return OTF2_CALLBACK_SUCCESS;  // metrics on a thread
+  TraceMetricSample m;
+  m.ticks = time;
+  m.time = double(int64_t(time - st->t->global_offset)) / double(st->t->timer_resolution);
+  m.metric_class = metric;
+  for (uint8_t i = 0; i < n; ++i)
+    m.values.push_back(types[i] == OTF2_TYPE_DOUBLE  ? values[i].floating_point
+                       : types[i] == OTF2_TYPE_INT64 ? double(values[i].signed_int)
+                                                     : double(values[i].unsigned_int));
+  st->t->metric_locations[it->second].samples.push_back(std::move(m));
+  return OTF2_CALLBACK_SUCCESS;
+}
 #undef INVMW_EVT_HEAD
 
 void Check(OTF2_ErrorCode rc, const std::string& path, const char* step) {
@@ -369,6 +413,8 @@ Trace ReadTrace(const std::string& path) {
   OTF2_GlobalDefReaderCallbacks_SetLocationCallback(dc, DefLocation);
   OTF2_GlobalDefReaderCallbacks_SetGroupCallback(dc, DefGroup);
   OTF2_GlobalDefReaderCallbacks_SetCommCallback(dc, DefComm);
+  OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(dc, DefMetricMember);
+  OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(dc, DefMetricClass);
   Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, &s), path,
         "RegisterGlobalDefCallbacks");
   OTF2_GlobalDefReaderCallbacks_Delete(dc);
@@ -401,23 +447,34 @@ Trace ReadTrace(const std::string& path) {
   }
   s.open_enters.resize(t.locations.size());
 
+  std::sort(t.metric_locations.begin(), t.metric_locations.end(),
+            [](auto& a, auto& b) { return a.id < b.id; });
+  for (size_t i = 0; i < t.metric_locations.size(); ++i) {
+    auto& m = t.metric_locations[i];
+    if (auto it = rank_of_group.find(s.group_of_location[m.id]); it != rank_of_group.end())
+      m.rank = it->second;
+    s.metric_loc_index[m.id] = i;
+  }
   for (const auto& l : t.locations)
     Check(OTF2_Reader_SelectLocation(reader, l.id), path, "SelectLocation");
+  for (const auto& m : t.metric_locations)
+    Check(OTF2_Reader_SelectLocation(reader, m.id), path, "SelectLocation");
   // Local definitions carry the clock offsets; they must be read before the events.
   const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
-  for (const auto& l : t.locations) {
+  auto open_location = [&](uint64_t id, uint64_t declared_events) {
     if (defs_open) {
-      if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, l.id)) {
+      if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, id)) {
         uint64_t n = 0;
         OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n);
         OTF2_Reader_CloseDefReader(reader, dr);
       }
     }
-    if (l.declared_events && !OTF2_Reader_GetEvtReader(reader, l.id))
-      throw std::runtime_error(path + ": cannot open the events of location " +
-                               std::to_string(l.id));
-  }
+    if (declared_events && !OTF2_Reader_GetEvtReader(reader, id))
+      throw std::runtime_error(path + ": cannot open the events of location " + std::to_string(id));
+  };
+  for (const auto& l : t.locations) open_location(l.id, l.declared_events);
+  for (const auto& m : t.metric_locations) open_location(m.id, m.declared_events);
   if (defs_open) OTF2_Reader_CloseDefFiles(reader);
 
   OTF2_GlobalEvtReader* ger = OTF2_Reader_GetGlobalEvtReader(reader);
@@ -441,6 +498,7 @@ Trace ReadTrace(const std::string& path) {
   OTF2_GlobalEvtReaderCallbacks_SetCommCreateCallback(ec, EvCommCreate);
   OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback(ec, EvCommDestroy);
   OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(ec, EvUnknown);
+  OTF2_GlobalEvtReaderCallbacks_SetMetricCallback(ec, EvMetric);
   Check(OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ec, &s), path,
         "RegisterGlobalEvtCallbacks");
   OTF2_GlobalEvtReaderCallbacks_Delete(ec);

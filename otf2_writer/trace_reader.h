@@ -65,6 +65,26 @@ struct TraceLocation {
   std::vector<TraceEvent> events;
 };
 
+// The sampler's metrics (asynchronous Metric records on locations of type METRIC), kept apart
+// from the thread locations so analyses of MPI events never see them.
+struct TraceMetricMember {
+  std::string name, unit;
+  bool accumulated = false;  // OTF2_METRIC_ACCUMULATED_* (else absolute)
+};
+struct TraceMetricSample {
+  uint64_t ticks = 0;  // global (corrected) timestamp
+  double time = 0;     // seconds since the global offset
+  uint32_t metric_class = 0;
+  std::vector<double> values;  // one per member of the class
+};
+struct TraceMetricLocation {
+  uint64_t id = 0;
+  std::string name;
+  int32_t rank = -1;
+  uint64_t declared_events = 0;
+  std::vector<TraceMetricSample> samples;
+};
+
 struct TraceRegion {
   std::string name;
   int role = 0;  // OTF2_RegionRole
@@ -102,7 +122,10 @@ struct Trace {
   std::map<std::string, std::string> properties;
   std::vector<TraceRegion> regions;  // by region ref
   std::map<uint32_t, TraceComm> comms;
-  std::vector<TraceLocation> locations;  // by location id order
+  std::vector<TraceLocation> locations;  // by location id order (metric locations excluded)
+  std::vector<TraceMetricMember> metric_members;             // by member ref
+  std::map<uint32_t, std::vector<uint32_t>> metric_classes;  // class ref -> member refs
+  std::vector<TraceMetricLocation> metric_locations;         // by location id order
   std::map<int32_t, std::vector<size_t>> locations_of_rank;
   std::vector<Message> messages;
   std::vector<Unmatched> unmatched_sends, unmatched_recvs;

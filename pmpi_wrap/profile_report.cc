@@ -278,6 +278,8 @@ std::string Bytes(uint64_t b) {
   return s;
 }
 
+void RenderResources(const json& p, std::ostringstream& os);
+
 }  // namespace
 
 std::string RenderText(const json& p) {
@@ -364,8 +366,99 @@ std::string RenderText(const json& p) {
       os << "  [" << b["bin"].get<std::string>() << " B] " << b["count"].get<uint64_t>();
     os << "\n";
   }
+  RenderResources(p, os);
   return os.str();
 }
+
+int AttachResources(json* profile, const std::string& dir) {
+  const std::string raw_dir = dir + "/raw";
+  std::vector<std::string> files;
+  if (DIR* d = opendir(raw_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind("resources-", 0) == 0 && n.size() > 15 &&
+          n.compare(n.size() - 5, 5, ".json") == 0)
+        files.push_back(n);
+    }
+    closedir(d);
+  }
+  if (files.empty()) return 0;
+  std::sort(files.begin(), files.end());
+  json ranks = json::array(), problems = json::array();
+  double user = 0, sys = 0, io_r = 0, io_w = 0;
+  json counters = json::object();
+  for (const auto& f : files) {
+    try {
+      std::ifstream in(raw_dir + "/" + f);
+      json r = json::parse(in);
+      r.erase("metrics");  // the full list stays in the raw file; the profile keeps the summary
+      auto num = [&](const char* k) {
+        return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
+      };
+      user += num("cpu_user_s");
+      sys += num("cpu_system_s");
+      io_r += num("io_read_bytes");
+      io_w += num("io_write_bytes");
+      if (r.contains("counters") && r["counters"].is_object())
+        for (auto it = r["counters"].begin(); it != r["counters"].end(); ++it)
+          counters[it.key()] = counters.value(it.key(), 0.0) + it.value().get<double>();
+      ranks.push_back(std::move(r));
+    } catch (const std::exception& e) {
+      problems.push_back("raw/" + f + ": " + e.what());
+    }
+  }
+  (*profile)["resources"] = {{"ranks", ranks},
+                             {"totals",
+                              {{"cpu_user_s", user},
+                               {"cpu_system_s", sys},
+                               {"io_read_bytes", io_r},
+                               {"io_write_bytes", io_w},
+                               {"counters", counters}}}};
+  if (!problems.empty()) (*profile)["resources"]["problems"] = problems;
+  return int(ranks.size());
+}
+
+namespace {
+
+// The "Resources per rank" section of profile.txt (only when AttachResources found summaries).
+void RenderResources(const json& p, std::ostringstream& os) {
+  if (!p.contains("resources")) return;
+  const auto& res = p["resources"];
+  auto num = [](const json& r, const char* k) {
+    return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
+  };
+  char line[512];
+  os << "\nResources per rank (sampler; net = the node's devices, on the node's first rank)\n";
+  std::snprintf(line, sizeof line, "%6s %-16s %10s %10s %6s %11s %11s %11s %11s %11s %8s\n", "rank",
+                "host", "cpu_user_s", "cpu_sys_s", "cpu_%", "rss_peak", "io_read", "io_write",
+                "net_rx", "net_tx", "samples");
+  os << line;
+  for (const auto& r : res["ranks"]) {
+    const double wall = num(r, "wall_s");
+    const double cpu = num(r, "cpu_user_s") + num(r, "cpu_system_s");
+    const bool net = r.contains("node_net_rx_bytes") && r["node_net_rx_bytes"].is_number();
+    std::snprintf(line, sizeof line,
+                  "%6d %-16s %10.3f %10.3f %6.1f %11s %11s %11s %11s %11s %8llu\n",
+                  r.value("rank", -1), r.value("host", std::string()).c_str(), num(r, "cpu_user_s"),
+                  num(r, "cpu_system_s"), wall > 0 ? 100 * cpu / wall : 0.0,
+                  Bytes(uint64_t(num(r, "rss_peak_bytes"))).c_str(),
+                  Bytes(uint64_t(num(r, "io_read_bytes"))).c_str(),
+                  Bytes(uint64_t(num(r, "io_write_bytes"))).c_str(),
+                  net ? Bytes(uint64_t(num(r, "node_net_rx_bytes"))).c_str() : "-",
+                  net ? Bytes(uint64_t(num(r, "node_net_tx_bytes"))).c_str() : "-",
+                  (unsigned long long)num(r, "samples"));
+    os << line;
+  }
+  const auto& c = res["totals"]["counters"];
+  if (!c.empty()) {
+    os << "  counters (all ranks):";
+    for (auto it = c.begin(); it != c.end(); ++it)
+      os << "  " << it.key() << " " << Fmt("%.6g", it.value().get<double>());
+    os << "\n";
+  }
+}
+
+}  // namespace
 
 static bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -443,6 +536,7 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
   for (const auto& r : ranks) incomplete |= (r.header.flags & raw::kFlagIncomplete) != 0;
   json p = BuildProfile(ranks, meta, incomplete);
   if (!problems.empty()) p["unreadable_dumps"] = problems;
+  AttachResources(&p, dir);
   return WriteProfile(dir, p, error);
 }
 

@@ -47,6 +47,13 @@ nlohmann::json BuildProfile(const std::vector<RankData>& ranks, const RunMeta& m
                             bool incomplete);
 std::string RenderText(const nlohmann::json& profile);
 
+// Adds the sampler's per-rank resource summaries (raw/resources-R.json, written by
+// sampler::Stop, see common/sample_format.h) to the profile as "resources": {"ranks": [...],
+// "totals": {...}}; RenderText then prints a "Resources per rank" section. Ranks without a
+// summary (sampler off, rank died, node without the shared file system) are left out. Returns
+// the number of ranks attached; an unreadable summary is listed under resources.problems.
+int AttachResources(nlohmann::json* profile, const std::string& dir);
+
 // Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
 // reader never sees half a profile.
 bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error);

@@ -1,0 +1,221 @@
+// The counters source: hardware counters through PAPI, counting the application's main thread
+// (and threads it creates later), read from the sampler thread.
+//
+// Why attach instead of reading in-thread: the sampler must not run code on the application's
+// threads. A PAPI event set attached to the main thread's tid (PAPI_attach, perf_event
+// underneath) can be read from any thread; with inheritance, threads the main thread creates
+// afterwards are counted too.
+//
+// Availability is decided by trying to add each requested event (the reported number of
+// counters is unreliable in virtual machines). When none can be added, the kernel's software
+// events stand in: first through PAPI's perf_event component (perf::TASK-CLOCK, ...), and when
+// that component is disabled too (libpfm4 finds no PMU at all on some VMs), directly through
+// perf_event_open. The choice is reported once as a note.
+#include <linux/perf_event.h>
+#include <papi.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "sampler/sources_builtin.h"
+
+namespace invmw::sampler {
+namespace {
+
+struct SoftEvent {
+  const char* papi_name;
+  uint64_t perf_config;
+  const char* metric;
+  const char* unit;
+  const char* description;
+};
+const SoftEvent kSoftEvents[] = {
+    {"perf::TASK-CLOCK", PERF_COUNT_SW_TASK_CLOCK, "counters.task_clock", "ns",
+     "CPU time of the application's threads (kernel software event)"},
+    {"perf::PAGE-FAULTS", PERF_COUNT_SW_PAGE_FAULTS, "counters.page_faults", "count",
+     "page faults of the application's threads (kernel software event)"},
+    {"perf::CONTEXT-SWITCHES", PERF_COUNT_SW_CONTEXT_SWITCHES, "counters.context_switches", "count",
+     "context switches of the application's threads (kernel software event)"},
+};
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+class CountersSource : public Source {
+ public:
+  ~CountersSource() override {
+    for (auto& set : sets_) {
+      long long dummy[64];
+      PAPI_stop(set.es, dummy);
+      PAPI_cleanup_eventset(set.es);
+      PAPI_destroy_eventset(&set.es);
+    }
+    for (int fd : perf_fds_) close(fd);
+  }
+
+  bool Open(const SourceContext& ctx, std::vector<MetricDef>* m, std::string* why) override {
+    const std::vector<std::string>& wanted = ctx.cfg->SAMPLER_PAPI;
+    if (wanted.empty()) return false;
+    tid_ = ctx.main_tid;
+    std::string papi_problem;
+    const bool papi = InitPapi(&papi_problem);
+    if (papi) {
+      // User and kernel counts as separate sets; a kernel that refuses the split gets one set.
+      bool any = AddSet(wanted, PAPI_DOM_USER, ".user", "user mode", m);
+      any = AddSet(wanted, PAPI_DOM_KERNEL, ".kernel", "kernel mode", m) || any;
+      if (!any) any = AddSet(wanted, PAPI_DOM_ALL, "", "all modes", m);
+      if (any) return true;
+    }
+    std::string note = "hardware counters " + Join(wanted) + " are not available here" +
+                       (papi_problem.empty() ? "" : " (" + papi_problem + ")") +
+                       "; sampling the kernel's software events instead (task clock, page "
+                       "faults, context switches)";
+    if (papi && AddSoftPapiSet(m)) {
+      if (ctx.notes) ctx.notes->push_back(note + " through PAPI");
+      return true;
+    }
+    if (OpenPerfSoftware(m)) {
+      if (ctx.notes) ctx.notes->push_back(note + " through perf_event_open");
+      return true;
+    }
+    *why = "no hardware counters and no kernel software events (perf_event_open: " +
+           std::string(std::strerror(perf_errno_)) + ")";
+    return false;
+  }
+
+  void Read(double* v) override {
+    size_t k = 0;
+    for (auto& set : sets_) {
+      long long vals[64];
+      const bool ok = PAPI_read(set.es, vals) == PAPI_OK;
+      for (size_t i = 0; i < set.n; ++i, ++k)
+        if (ok) v[k] = double(vals[i]);
+    }
+    for (int fd : perf_fds_) {
+      uint64_t x;
+      if (read(fd, &x, sizeof x) == ssize_t(sizeof x)) v[k] = double(x);
+      ++k;
+    }
+  }
+
+ private:
+  struct Set {
+    int es = PAPI_NULL;
+    size_t n = 0;
+  };
+
+  bool InitPapi(std::string* problem) {
+    if (PAPI_is_initialized() == PAPI_NOT_INITED) {
+      const int v = PAPI_library_init(PAPI_VER_CURRENT);
+      if (v != PAPI_VER_CURRENT) {
+        *problem = v > 0 ? "PAPI version mismatch" : std::string("PAPI: ") + PAPI_strerror(v);
+        return false;
+      }
+    }
+    const PAPI_component_info_t* ci = PAPI_get_component_info(0);
+    if (ci && ci->disabled) *problem = std::string(ci->name) + ": " + ci->disabled_reason;
+    return true;
+  }
+
+  // A PAPI event set attached to the main thread in one domain. True if any event was added.
+  bool NewSet(int domain, int* es) {
+    *es = PAPI_NULL;
+    if (PAPI_create_eventset(es) != PAPI_OK) return false;
+    PAPI_option_t opt;
+    std::memset(&opt, 0, sizeof opt);
+    if (PAPI_assign_eventset_component(*es, 0) != PAPI_OK ||
+        PAPI_attach(*es, unsigned(tid_)) != PAPI_OK) {
+      PAPI_destroy_eventset(es);
+      return false;
+    }
+    opt.domain.eventset = *es;
+    opt.domain.domain = domain;
+    if (PAPI_set_opt(PAPI_DOMAIN, &opt) != PAPI_OK) {
+      PAPI_cleanup_eventset(*es);
+      PAPI_destroy_eventset(es);
+      return false;
+    }
+    std::memset(&opt, 0, sizeof opt);
+    opt.inherit.eventset = *es;
+    opt.inherit.inherit = PAPI_INHERIT_ALL;
+    PAPI_set_opt(PAPI_INHERIT, &opt);  // best effort: without it only the main thread counts
+    return true;
+  }
+
+  bool Finish(int es, size_t n) {
+    if (n == 0 || n > 64 || PAPI_start(es) != PAPI_OK) {
+      PAPI_cleanup_eventset(es);
+      PAPI_destroy_eventset(&es);
+      return false;
+    }
+    sets_.push_back({es, n});
+    return true;
+  }
+
+  bool AddSet(const std::vector<std::string>& names, int domain, const char* suffix,
+              const char* mode, std::vector<MetricDef>* m) {
+    int es;
+    if (!NewSet(domain, &es)) return false;
+    std::vector<MetricDef> added;
+    for (const auto& name : names) {
+      int code;
+      if (PAPI_event_name_to_code(name.c_str(), &code) != PAPI_OK) continue;
+      if (PAPI_add_event(es, code) != PAPI_OK) continue;
+      added.push_back({"counters." + name + suffix, "count", true, name + " in " + mode});
+    }
+    if (!Finish(es, added.size())) return false;
+    m->insert(m->end(), added.begin(), added.end());
+    return true;
+  }
+
+  bool AddSoftPapiSet(std::vector<MetricDef>* m) {
+    int es;
+    if (!NewSet(PAPI_DOM_ALL, &es)) return false;
+    std::vector<MetricDef> added;
+    for (const SoftEvent& e : kSoftEvents) {
+      int code;
+      if (PAPI_event_name_to_code(e.papi_name, &code) != PAPI_OK) continue;
+      if (PAPI_add_event(es, code) != PAPI_OK) continue;
+      added.push_back({e.metric, e.unit, true, e.description});
+    }
+    if (!Finish(es, added.size())) return false;
+    m->insert(m->end(), added.begin(), added.end());
+    return true;
+  }
+
+  bool OpenPerfSoftware(std::vector<MetricDef>* m) {
+    for (const SoftEvent& e : kSoftEvents) {
+      perf_event_attr attr;
+      std::memset(&attr, 0, sizeof attr);
+      attr.size = sizeof attr;
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.config = e.perf_config;
+      attr.inherit = 1;  // threads the main thread creates from now on are counted too
+      const int fd = int(syscall(SYS_perf_event_open, &attr, tid_, -1, -1, PERF_FLAG_FD_CLOEXEC));
+      if (fd < 0) {
+        perf_errno_ = errno;
+        continue;
+      }
+      perf_fds_.push_back(fd);
+      m->push_back({e.metric, e.unit, true, e.description});
+    }
+    return !perf_fds_.empty();
+  }
+
+  pid_t tid_ = 0;
+  std::vector<Set> sets_;
+  std::vector<int> perf_fds_;
+  int perf_errno_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> NewCountersSource() {
+  return std::make_unique<CountersSource>();
+}
+
+}  // namespace invmw::sampler

@@ -1,0 +1,579 @@
+#include "sampler/sampler.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/sample_format.h"
+#include "sampler/source.h"
+#include "sampler/stream_format.h"
+
+namespace invmw::sampler {
+
+bool StartOptions::IsValid(std::string* error) const {
+  auto fail = [&](const char* msg) {
+    if (error) *error = msg;
+    return false;
+  };
+  if (run_dir.empty()) return fail("StartOptions::run_dir must name the experiment directory");
+  if (rank < 0 || world_size < 1 || rank >= world_size)
+    return fail("StartOptions::rank must be within 0 .. world_size-1 (world_size >= 1)");
+  if (ticks_per_second < 0)
+    return fail("StartOptions::ticks_per_second must be >= 0 (0: calibrate)");
+  return true;
+}
+
+namespace {
+
+using nlohmann::json;
+
+void WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+// Sends samples to a collector; never blocks (a full socket buffer drops the datagram).
+class Streamer {
+ public:
+  ~Streamer() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool Open(const std::string& target, int rank, const std::string& host, uint64_t drop_every,
+            std::string* error) {
+    const size_t colon = target.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == target.size()) {
+      *error = "INVMW_SAMPLER_STREAM=" + target + ": expected host:port";
+      return false;
+    }
+    std::string h = target.substr(0, colon);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_DGRAM;
+    const int rc = getaddrinfo(h.c_str(), target.c_str() + colon + 1, &hints, &res);
+    if (rc != 0 || !res) {
+      *error = "INVMW_SAMPLER_STREAM=" + target + ": " + gai_strerror(rc);
+      return false;
+    }
+    std::memcpy(&addr_, res->ai_addr, res->ai_addrlen);
+    addr_len_ = res->ai_addrlen;
+    fd_ = socket(res->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    freeaddrinfo(res);
+    if (fd_ < 0) {
+      *error = std::string("INVMW_SAMPLER_STREAM: socket: ") + std::strerror(errno);
+      return false;
+    }
+    std::memset(&head_, 0, sizeof head_);
+    head_.magic = stream::kMagic;
+    head_.version = stream::kVersion;
+    head_.header_size = sizeof(stream::DatagramHeader);
+    head_.node_id = stream::Fnv1a(host.data(), host.size());
+    head_.rank = rank;
+    const pid_t pid = getpid();
+    head_.stream_id = stream::Fnv1a(&pid, sizeof pid, uint32_t(clock::Ticks()));
+    drop_every_ = drop_every;
+    return true;
+  }
+
+  void SendInfo(const stream::InfoPayload& info) {
+    Send(stream::kInfo, 0, 0, 0, 1, 0, 0, &info, sizeof info);
+  }
+
+  void SendNames(const std::vector<MetricDef>& metrics) {
+    unsigned char payload[stream::kMaxDatagram];
+    size_t i = 0;
+    while (i < metrics.size()) {
+      size_t used = 0, first = i;
+      while (i < metrics.size()) {
+        const std::string& n = metrics[i].name;
+        const size_t len = std::min<size_t>(n.size(), 255);
+        if (used + 2 + len > stream::kMaxDatagram - sizeof(stream::DatagramHeader)) break;
+        payload[used++] = metrics[i].accumulated ? 1 : 0;
+        payload[used++] = uint8_t(len);
+        std::memcpy(payload + used, n.data(), len);
+        used += len;
+        ++i;
+      }
+      if (i == first) ++i;  // cannot happen with 255-byte names; never loop forever
+      Send(stream::kNames, 0, 0, 0, 1, uint16_t(first), uint16_t(i - first), payload, used);
+    }
+  }
+
+  void SendSample(uint64_t sample, uint64_t ticks, const double* v, size_t n) {
+    const size_t parts = std::max<size_t>(1, (n + stream::kMaxValues - 1) / stream::kMaxValues);
+    for (size_t p = 0; p < parts; ++p) {
+      const size_t first = p * stream::kMaxValues;
+      const size_t count = std::min(stream::kMaxValues, n - first);
+      Send(stream::kSample, sample, ticks, uint16_t(p), uint16_t(parts), uint16_t(first),
+           uint16_t(count), v + first, count * sizeof(double));
+    }
+  }
+
+  uint64_t sent() const { return sent_; }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  void Send(stream::Kind kind, uint64_t sample, uint64_t ticks, uint16_t part, uint16_t nparts,
+            uint16_t first, uint16_t count, const void* payload, size_t size) {
+    unsigned char buf[stream::kMaxDatagram];
+    stream::DatagramHeader h = head_;
+    h.kind = kind;
+    h.seq = seq_++;
+    h.sample = sample;
+    h.ticks = ticks;
+    h.part = part;
+    h.nparts = nparts;
+    h.first = first;
+    h.count = count;
+    h.checksum = 0;
+    std::memcpy(buf, &h, sizeof h);
+    std::memcpy(buf + sizeof h, payload, size);
+    const size_t total = sizeof h + size;
+    h.checksum = stream::Checksum(buf, total);
+    std::memcpy(buf, &h, sizeof h);
+    if (drop_every_ && h.seq % drop_every_ == drop_every_ - 1) {
+      ++dropped_;
+      return;
+    }
+    if (sendto(fd_, buf, total, MSG_DONTWAIT | MSG_NOSIGNAL,
+               reinterpret_cast<const sockaddr*>(&addr_), addr_len_) == ssize_t(total))
+      ++sent_;
+    else
+      ++dropped_;
+  }
+
+  int fd_ = -1;
+  sockaddr_storage addr_{};
+  socklen_t addr_len_ = 0;
+  stream::DatagramHeader head_{};
+  uint64_t seq_ = 0, sent_ = 0, dropped_ = 0, drop_every_ = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const StartOptions& o) : opt_(o) {}
+
+  bool Start(std::string* error) {
+    cfg_ = opt_.config ? *opt_.config : config::Load();
+    interval_s_ = cfg_.SAMPLER_INTERVAL;
+    if (!(interval_s_ >= 1e-4 && interval_s_ <= 3600)) {
+      Warn("INVMW_SAMPLER_INTERVAL must be within 100us .. 1h; using 10ms");
+      interval_s_ = 0.01;
+    }
+    if (opt_.host.empty()) {
+      char h[256] = {};
+      gethostname(h, sizeof h - 1);
+      opt_.host = h;
+    }
+    tps_ =
+        opt_.ticks_per_second > 0 ? opt_.ticks_per_second : clock::CalibrateTicksPerSecond(2000000);
+    main_tid_ = pid_t(syscall(SYS_gettid));
+    const std::string raw = opt_.run_dir + "/raw";
+    mkdir(opt_.run_dir.c_str(), 0755);
+    mkdir(raw.c_str(), 0755);
+    const std::string mpath = raw + "/" + samples::MetricsFileName(opt_.rank);
+    const std::string spath = raw + "/" + samples::SamplesFileName(opt_.rank);
+    defs_fd_ = open(mpath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    samples_fd_ = open(spath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (defs_fd_ < 0 || samples_fd_ < 0) {
+      *error =
+          "sampler: cannot create " + (defs_fd_ < 0 ? mpath : spath) + ": " + std::strerror(errno);
+      return false;
+    }
+    if (!cfg_.SAMPLER_STREAM.empty()) {
+      std::string e;
+      streamer_ = std::make_unique<Streamer>();
+      if (!streamer_->Open(cfg_.SAMPLER_STREAM, opt_.rank, opt_.host,
+                           uint64_t(std::max<int64_t>(0, cfg_.SAMPLER_TEST_DROP_EVERY)), &e)) {
+        Warn(e + "; not streaming");
+        streamer_.reset();
+      }
+    }
+    // Sources are opened on the sampler thread (PAPI event sets belong to the thread that
+    // creates them); Start waits until that is done so failures are reported here.
+    // The thread blocks asynchronous signals, so the application's (and the runtime's) handlers
+    // keep running on the application's threads; it inherits the mask set around its creation.
+    sigset_t all, old;
+    sigfillset(&all);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigdelset(&all, sig);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    thread_ = std::thread([this] { Run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return ready_; });
+    if (metrics_.empty()) {
+      stop_ = true;
+      lock.unlock();
+      cv_.notify_all();
+      thread_.join();
+      *error = "sampler: no source could be opened";
+      return false;
+    }
+    return true;
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Stats stats() const {
+    Stats s;
+    s.samples = samples_;
+    s.interval_s = interval_s_;
+    s.thread_cpu_s = thread_cpu_s_;
+    s.open_cpu_s = open_cpu_s_;
+    s.num_metrics = metrics_.size();
+    if (streamer_) s.datagrams_sent = streamer_->sent(), s.datagrams_dropped = streamer_->dropped();
+    return s;
+  }
+
+  ~Sampler() {
+    if (defs_fd_ >= 0) close(defs_fd_);
+    if (samples_fd_ >= 0) close(samples_fd_);
+  }
+
+ private:
+  struct Active {
+    const SourceSpec* spec;
+    std::unique_ptr<Source> src;
+    size_t first, count;
+  };
+
+  void Warn(const std::string& msg) {
+    if (opt_.warn) return opt_.warn(msg);
+    static std::mutex mu;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (opt_.rank == 0 && seen.insert(msg).second) std::fprintf(stderr, "invmw: %s\n", msg.c_str());
+  }
+
+  void Line(const json& j) {
+    const std::string s = j.dump() + "\n";
+    WriteAll(defs_fd_, s.data(), s.size());
+  }
+
+  uint64_t Now() const {
+    const uint64_t t = clock::Ticks();
+    return opt_.trace_time ? opt_.trace_time(t) : t;
+  }
+
+  void OpenSources() {
+    std::vector<std::string> notes;
+    SourceContext ctx;
+    ctx.cfg = &cfg_;
+    ctx.main_tid = main_tid_;
+    ctx.proc_root = "/proc";
+    ctx.sys_root = "/sys";
+    ctx.notes = &notes;
+    const auto& want = cfg_.SAMPLER_SOURCES;
+    for (const auto& w : want)
+      if (std::none_of(Sources().begin(), Sources().end(),
+                       [&](const SourceSpec& s) { return w == s.name; }))
+        Warn("INVMW_SAMPLER_SOURCES names " + w + ", which is not a sampler source; ignored");
+    for (const SourceSpec& spec : Sources()) {
+      if (!want.empty() && std::find(want.begin(), want.end(), spec.name) == want.end()) continue;
+      if (spec.scope == Scope::kNode && !opt_.node_leader) continue;
+      Active a{&spec, spec.create(), metrics_.size(), 0};
+      std::string why;
+      if (!a.src->Open(ctx, &metrics_, &why)) {
+        metrics_.resize(a.first);  // a failing source may have declared some metrics
+        if (!why.empty()) Warn(std::string("sampler source ") + spec.name + " disabled: " + why);
+        continue;
+      }
+      a.count = metrics_.size() - a.first;
+      for (size_t i = 0; i < a.count; ++i) metric_source_.push_back(spec.name);
+      active_.push_back(std::move(a));
+    }
+    for (const auto& n : notes) Warn(n);
+  }
+
+  void WriteHeaders(uint64_t start_ticks) {
+    Line({{"type", "sampler"},
+          {"rank", opt_.rank},
+          {"world_size", opt_.world_size},
+          {"host", opt_.host},
+          {"pid", int64_t(getpid())},
+          {"node_leader", opt_.node_leader},
+          {"ticks_per_second", tps_},
+          {"interval_s", interval_s_},
+          {"start_ticks", start_ticks},
+          {"start_realtime_ns", clock::RealtimeNs()}});
+    for (size_t i = 0; i < metrics_.size(); ++i)
+      Line({{"type", "metric"},
+            {"index", i},
+            {"name", metrics_[i].name},
+            {"unit", metrics_[i].unit},
+            {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
+            {"source", metric_source_[i]},
+            {"description", metrics_[i].description}});
+    samples::SampleFileHeader h{};
+    h.magic = samples::kSampleMagic;
+    h.version = samples::kSampleVersion;
+    h.header_size = sizeof h;
+    h.record_size = uint32_t(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
+    h.rank = opt_.rank;
+    h.num_metrics = uint32_t(metrics_.size());
+    WriteAll(samples_fd_, &h, sizeof h);
+  }
+
+  void SendStreamInfo() {
+    if (!streamer_) return;
+    stream::InfoPayload info{};
+    info.ticks_per_second = tps_;
+    const clock::Anchor a = clock::TakeAnchor();
+    info.anchor_ticks = opt_.trace_time ? opt_.trace_time(a.ticks) : a.ticks;
+    info.anchor_realtime_ns = clock::RealtimeNs() - (clock::MonotonicNs() - a.mono_ns);
+    info.interval_s = interval_s_;
+    info.num_metrics = uint32_t(metrics_.size());
+    info.world_size = opt_.world_size;
+    std::snprintf(info.host, sizeof info.host, "%s", opt_.host.c_str());
+    streamer_->SendInfo(info);
+    streamer_->SendNames(metrics_);
+  }
+
+  void TakeSample() {
+    const uint64_t t = Now();
+    for (auto& a : active_) a.src->Read(&raw_[a.first]);
+    if (samples_ == 0) base_ = raw_;
+    for (size_t i = 0; i < raw_.size(); ++i)
+      out_[i] = metrics_[i].accumulated ? raw_[i] - base_[i] : raw_[i];
+    samples::SampleRecordHead head{t, samples_};
+    std::memcpy(record_.data(), &head, sizeof head);
+    std::memcpy(record_.data() + sizeof head, out_.data(), 8 * out_.size());
+    pending_.insert(pending_.end(), record_.begin(), record_.end());
+    if (streamer_) streamer_->SendSample(samples_, t, out_.data(), out_.size());
+    ++samples_;
+  }
+
+  void Flush() {
+    if (!pending_.empty()) WriteAll(samples_fd_, pending_.data(), pending_.size());
+    pending_.clear();
+  }
+
+  // Applies `interval=...` from <run dir>/control when it changed.
+  void PollControl() {
+    char buf[256];
+    const int fd = open((opt_.run_dir + "/control").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    const std::string text(buf);
+    const size_t k = text.find("interval=");
+    if (k == std::string::npos) return;
+    const std::string v = text.substr(k + 9, text.find('\n', k) - (k + 9));
+    if (v == last_control_) return;
+    last_control_ = v;
+    double s;
+    if (!config::ParseDuration(v, &s) || s < 1e-4 || s > 3600) {
+      Warn(opt_.run_dir + "/control: interval=" + v +
+           ": expected a duration within 100us .. 1h (e.g. 5ms); ignored");
+      return;
+    }
+    if (s == interval_s_) return;
+    interval_s_ = s;
+    Line({{"type", "interval"}, {"ticks", Now()}, {"interval_s", s}});
+  }
+
+  void Run() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      OpenSources();
+      if (!metrics_.empty()) {
+        raw_.assign(metrics_.size(), 0.0);
+        out_.assign(metrics_.size(), 0.0);
+        record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
+        WriteHeaders(Now());
+        // The first sample (the base of accumulated metrics) is taken before Start returns,
+        // so whatever the application does afterwards is counted.
+        start_ticks_ = Now();
+        SendStreamInfo();
+        TakeSample();
+      }
+      ready_ = true;
+    }
+    open_cpu_s_ = ThreadCpu();
+    cv_.notify_all();
+    if (metrics_.empty()) return;
+    using Clock = std::chrono::steady_clock;
+    auto next = Clock::now();
+    auto next_poll = next + std::chrono::seconds(1);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      next += std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
+      const auto now = Clock::now();
+      if (next < now) next = now;  // fell behind (descheduled): resume the grid from now
+      if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
+      lock.unlock();
+      TakeSample();
+      if (Clock::now() >= next_poll) {
+        Flush();
+        PollControl();
+        SendStreamInfo();
+        next_poll = Clock::now() + std::chrono::seconds(1);
+      }
+      lock.lock();
+    }
+    lock.unlock();
+    TakeSample();  // the state at the end, so totals cover the whole run
+    Flush();
+    Line({{"type", "end"}, {"samples", samples_}, {"end_ticks", Now()}});
+    WriteResources();
+    thread_cpu_s_ = ThreadCpu();
+  }
+
+  static double ThreadCpu() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+  }
+
+  // The per-process summary the profile shows (common/sample_format.h).
+  void WriteResources() {
+    auto value = [&](const std::string& name) -> json {
+      for (size_t i = 0; i < metrics_.size(); ++i)
+        if (metrics_[i].name == name) return out_[i];
+      return nullptr;
+    };
+    auto sum = [&](const std::string& prefix, const std::string& suffix) -> json {
+      double s = 0;
+      bool any = false;
+      for (size_t i = 0; i < metrics_.size(); ++i) {
+        const std::string& n = metrics_[i].name;
+        if (n.compare(0, prefix.size(), prefix) == 0 && n.size() > suffix.size() &&
+            n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+          s += out_[i], any = true;
+      }
+      return any ? json(s) : json(nullptr);
+    };
+    json counters = json::object(), all = json::object();
+    for (size_t i = 0; i < metrics_.size(); ++i) {
+      all[metrics_[i].name] = {{"unit", metrics_[i].unit},
+                               {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
+                               {"value", out_[i]}};
+      if (metric_source_[i] == "counters") counters[metrics_[i].name] = out_[i];
+    }
+    json r = {{"rank", opt_.rank},
+              {"host", opt_.host},
+              {"pid", int64_t(getpid())},
+              {"node_leader", opt_.node_leader},
+              {"samples", samples_},
+              {"interval_s", interval_s_},
+              {"wall_s", double(Now() - start_ticks_) / tps_},
+              {"cpu_user_s", value("proc.cpu.user")},
+              {"cpu_system_s", value("proc.cpu.system")},
+              {"rss_peak_bytes", value("proc.rss_peak")},
+              {"io_read_bytes", value("proc.io.rchar")},
+              {"io_write_bytes", value("proc.io.wchar")},
+              {"storage_read_bytes", value("proc.io.read_bytes")},
+              {"storage_write_bytes", value("proc.io.write_bytes")},
+              // Node-wide: only the node leader samples them.
+              {"node_net_rx_bytes", sum("net.", ".rx_bytes")},
+              {"node_net_tx_bytes", sum("net.", ".tx_bytes")},
+              {"counters", counters},
+              {"metrics", all}};
+    const std::string path = opt_.run_dir + "/raw/" + samples::ResourcesFileName(opt_.rank);
+    const std::string tmp = path + ".tmp";
+    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Warn("sampler: cannot write " + path + ": " + std::strerror(errno));
+    const std::string s = r.dump(2) + "\n";
+    WriteAll(fd, s.data(), s.size());
+    close(fd);
+    rename(tmp.c_str(), path.c_str());
+  }
+
+  StartOptions opt_;
+  config::Config cfg_;
+  double interval_s_ = 0.01, tps_ = 0;
+  pid_t main_tid_ = 0;
+  int defs_fd_ = -1, samples_fd_ = -1;
+  std::unique_ptr<Streamer> streamer_;
+  std::vector<Active> active_;
+  std::vector<MetricDef> metrics_;
+  std::vector<std::string> metric_source_;
+  std::vector<double> raw_, base_, out_;
+  std::vector<char> record_, pending_;
+  uint64_t samples_ = 0, start_ticks_ = 0;
+  std::string last_control_;
+  double thread_cpu_s_ = 0, open_cpu_s_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false, stop_ = false;
+};
+
+std::mutex g_mu;
+std::unique_ptr<Sampler> g_sampler;
+Stats g_last;
+
+}  // namespace
+
+bool Start(const StartOptions& options, std::string* error) {
+  std::string e;
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_sampler) {
+      e = "sampler: already running";
+    } else if (options.IsValid(&e)) {
+      auto s = std::make_unique<Sampler>(options);
+      if (s->Start(&e)) {
+        g_sampler = std::move(s);
+        return true;
+      }
+    }
+  } catch (const std::exception& ex) {
+    e = std::string("sampler: ") + ex.what();
+  } catch (...) {
+    e = "sampler: unexpected failure";
+  }
+  if (error) *error = e;
+  return false;
+}
+
+void Stop() {
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_sampler) return;
+    g_sampler->Stop();
+    g_last = g_sampler->stats();
+    g_sampler.reset();
+  } catch (...) {
+  }
+}
+
+Stats LastStats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_last;
+}
+
+}  // namespace invmw::sampler

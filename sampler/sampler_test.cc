@@ -1,0 +1,302 @@
+// The sampler in this process: sample counts against the interval, monotone totals, CPU time
+// of a busy loop, bytes of a known write, the software-event fallback, the control file, and
+// the contract of Start/Stop.
+#include "sampler/sampler.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+#include "otf2_writer/raw_samples.h"
+#include "sampler/source.h"
+
+namespace invmw::sampler {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  const std::string d =
+      fs::temp_directory_path() / ("invmw-sampler-test-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+double Final(const otf2::RawSamples& s, const std::string& name) {
+  const int k = s.Find(name);
+  EXPECT_GE(k, 0) << name << " not sampled";
+  return k < 0 || s.size() == 0 ? 0 : s.at(s.size() - 1, size_t(k));
+}
+
+struct Warnings {
+  std::mutex mu;
+  std::vector<std::string> all;
+  std::function<void(const std::string&)> Sink() {
+    return [this](const std::string& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      all.push_back(m);
+    };
+  }
+};
+
+TEST(Sampler, EveryOptionASourceReadsIsDeclared) {
+  for (const auto& spec : Sources())
+    for (const char* opt : spec.options) {
+      bool found = false;
+      for (const auto& v : config::Variables()) found = found || std::string(v.name) == opt;
+      EXPECT_TRUE(found) << spec.name << " reads " << opt << ", not in common/config_vars.def";
+    }
+}
+
+TEST(Sampler, BusyLoopAtFiveMilliseconds) {
+  const std::string dir = TempDir("busy");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.005;
+  cfg.SAMPLER_STREAM.clear();
+  Warnings w;
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  o.warn = w.Sink();
+  std::string err;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  const int64_t t0 = clock::MonotonicNs();
+  volatile double sink = 0;
+  while (clock::MonotonicNs() - t0 < 1000000000)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+  const double wall = double(clock::MonotonicNs() - t0) * 1e-9;
+  Stop();
+
+  otf2::RawSamples s;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(otf2::LoadRawSamples(dir, 0, &s, &problems));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_TRUE(s.has_end);
+  const double expected = wall / 0.005;
+  EXPECT_GT(double(s.size()), 0.75 * expected) << "samples: " << s.size();
+  EXPECT_LT(double(s.size()), 1.25 * expected + 2) << "samples: " << s.size();
+  std::printf("samples: %zu over %.3f s at 5 ms (expected %.0f)\n", s.size(), wall, expected);
+
+  for (size_t k = 0; k < s.metrics.size(); ++k) {
+    if (!s.metrics[k].accumulated) continue;
+    for (size_t i = 1; i < s.size(); ++i)
+      ASSERT_GE(s.at(i, k), s.at(i - 1, k)) << s.metrics[k].name << " decreases at sample " << i;
+  }
+  for (size_t i = 1; i < s.size(); ++i) ASSERT_GT(s.ticks[i], s.ticks[i - 1]);
+
+  const double user = Final(s, "proc.cpu.user");
+  EXPECT_GT(user, 0.8 * wall) << "user CPU " << user << " s over " << wall << " s busy";
+  std::printf("user CPU %.3f s over %.3f s wall\n", user, wall);
+
+  // Counters: hardware ones, or (on VMs without a PMU) the software fallback, said once.
+  if (s.Find("counters.task_clock") >= 0) {
+    const double task_s = Final(s, "counters.task_clock") * 1e-9;
+    const double cpu = user + Final(s, "proc.cpu.system");
+    EXPECT_NEAR(task_s, cpu, 0.2 * cpu + 0.03) << "task clock must follow the CPU time";
+    std::printf("fallback: task clock %.3f s, /proc CPU %.3f s\n", task_s, cpu);
+    size_t notes = 0;
+    for (const auto& m : w.all) notes += m.find("software events") != std::string::npos;
+    EXPECT_EQ(notes, 1u) << "the fallback must be announced exactly once";
+  } else {
+    bool any = false;
+    for (const auto& m : s.metrics) any = any || m.source == "counters";
+    EXPECT_TRUE(any) << "neither hardware counters nor the software fallback were sampled";
+  }
+  // Node-wide sources ran (this process is its node's leader).
+  EXPECT_GE(s.Find("node_cpu.user"), 0);
+  EXPECT_TRUE(fs::exists(dir + "/raw/resources-000000.json"));
+  fs::remove_all(dir);
+}
+
+TEST(Sampler, TaskClockGrowsWithCpuTime) {
+  const std::string dir = TempDir("taskclock");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.01;
+  cfg.SAMPLER_SOURCES = {"proc", "counters"};
+  cfg.SAMPLER_PAPI = {"PAPI_TOT_INS"};
+  cfg.SAMPLER_STREAM.clear();
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  o.warn = [](const std::string&) {};
+  std::string err;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  // Half the time idle, half busy: the task clock must rise in the busy half only.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int64_t t0 = clock::MonotonicNs();
+  volatile double sink = 0;
+  while (clock::MonotonicNs() - t0 < 300000000) sink = sink + 1;
+  Stop();
+  otf2::RawSamples s;
+  ASSERT_TRUE(otf2::LoadRawSamples(dir, 0, &s, nullptr));
+  const int k = s.Find("counters.task_clock");
+  if (k < 0) GTEST_SKIP() << "hardware counters available: no fallback here";
+  const size_t mid = s.size() / 2;
+  ASSERT_GT(s.size(), 40u);
+  const double idle = s.at(mid - 5, size_t(k)) * 1e-9;
+  const double busy = (s.at(s.size() - 1, size_t(k)) - s.at(mid + 5, size_t(k))) * 1e-9;
+  EXPECT_LT(idle, 0.05) << "task clock rose while the process slept";
+  EXPECT_GT(busy, 0.2) << "task clock did not follow the busy loop";
+  fs::remove_all(dir);
+}
+
+TEST(Sampler, KnownWriteShowsInWchar) {
+  const std::string dir = TempDir("write");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.01;
+  cfg.SAMPLER_SOURCES = {"proc"};
+  cfg.SAMPLER_STREAM.clear();
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  std::string err;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  // /dev/shm is tmpfs: the bytes are written (wchar) but never reach storage (write_bytes).
+  struct statfs sf;
+  const bool tmpfs = statfs("/dev/shm", &sf) == 0 && sf.f_type == 0x01021994;
+  const std::string file =
+      (tmpfs ? std::string("/dev/shm") : dir) + "/invmw-write-" + std::to_string(getpid());
+  const size_t bytes = 8 << 20;
+  {
+    const int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    std::vector<char> block(1 << 16, 'x');
+    for (size_t done = 0; done < bytes; done += block.size())
+      ASSERT_EQ(write(fd, block.data(), block.size()), ssize_t(block.size()));
+    close(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Stop();
+  unlink(file.c_str());
+  otf2::RawSamples s;
+  ASSERT_TRUE(otf2::LoadRawSamples(dir, 0, &s, nullptr));
+  const double wchar = Final(s, "proc.io.wchar");
+  EXPECT_GE(wchar, double(bytes));
+  EXPECT_LT(wchar, double(bytes) + (1 << 20)) << "far more written than the test wrote";
+  if (tmpfs) {
+    EXPECT_EQ(Final(s, "proc.io.write_bytes"), 0.0) << "tmpfs writes must not reach storage";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Sampler, ControlFileChangesTheInterval) {
+  const std::string dir = TempDir("control");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.05;
+  cfg.SAMPLER_SOURCES = {"proc"};
+  cfg.SAMPLER_STREAM.clear();
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  std::string err;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  std::ofstream(dir + "/control") << "interval=5ms\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+  Stop();
+  otf2::RawSamples s;
+  ASSERT_TRUE(otf2::LoadRawSamples(dir, 0, &s, nullptr));
+  std::ifstream defs(dir + "/raw/metrics-000000.jsonl");
+  std::string text((std::istreambuf_iterator<char>(defs)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"type\":\"interval\""), std::string::npos);
+  // At 50 ms for ~1 s and 5 ms for ~1.2 s: far more than the 44 samples of 50 ms throughout.
+  EXPECT_GT(s.size(), 150u);
+  EXPECT_EQ(LastStats().interval_s, 0.005);
+  fs::remove_all(dir);
+}
+
+TEST(Sampler, StartContract) {
+  std::string err;
+  StartOptions bad;
+  EXPECT_FALSE(Start(bad, &err));
+  EXPECT_NE(err.find("run_dir"), std::string::npos) << err;
+  bad.run_dir = "/tmp";
+  bad.rank = 3;
+  bad.world_size = 2;
+  EXPECT_FALSE(Start(bad, &err));
+  EXPECT_NE(err.find("rank"), std::string::npos) << err;
+  Stop();  // without a running sampler: harmless
+  Stop();
+  StartOptions unwritable;
+  unwritable.run_dir = "/proc/invmw-cannot-exist";
+  EXPECT_FALSE(Start(unwritable, &err));
+  EXPECT_NE(err.find("cannot create"), std::string::npos) << err;
+
+  const std::string dir = TempDir("twice");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_SOURCES = {"proc"};
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  EXPECT_FALSE(Start(o, &err));
+  EXPECT_NE(err.find("already running"), std::string::npos);
+  Stop();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace invmw::sampler
+
+// The profile side: resources-R.json of two ranks attached to a profile and rendered.
+#include "pmpi_wrap/profile_report.h"
+
+namespace invmw::sampler {
+namespace {
+
+TEST(Sampler, ResourcesAttachToTheProfile) {
+  const std::string dir = TempDir("resources");
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.01;
+  cfg.SAMPLER_STREAM.clear();
+  for (int rank = 0; rank < 2; ++rank) {
+    StartOptions o;
+    o.run_dir = dir;
+    o.rank = rank;
+    o.world_size = 2;
+    o.node_leader = rank == 0;
+    o.config = &cfg;
+    o.warn = [](const std::string&) {};
+    std::string err;
+    ASSERT_TRUE(Start(o, &err)) << err;
+    const int64_t t0 = clock::MonotonicNs();
+    volatile double sink = 0;
+    while (clock::MonotonicNs() - t0 < 100000000) sink = sink + 1;
+    Stop();
+  }
+  profile::RankData r0{}, r1{};
+  r0.header.rank = 0, r1.header.rank = 1;
+  r0.header.world_size = r1.header.world_size = 2;
+  r0.header.wall_s = r1.header.wall_s = 0.1;
+  r0.header.ticks_per_second = r1.header.ticks_per_second = 1e9;
+  nlohmann::json p = profile::BuildProfile({r0, r1}, profile::RunMeta{}, false);
+  ASSERT_EQ(profile::AttachResources(&p, dir), 2);
+  const auto& res = p["resources"];
+  ASSERT_EQ(res["ranks"].size(), 2u);
+  double user = 0;
+  for (const auto& r : res["ranks"]) {
+    EXPECT_GT(r["cpu_user_s"].get<double>(), 0.05) << r.dump();
+    EXPECT_GT(r["rss_peak_bytes"].get<double>(), 0);
+    EXPECT_GT(r["samples"].get<int>(), 5);
+    user += r["cpu_user_s"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(res["totals"]["cpu_user_s"].get<double>(), user);
+  EXPECT_TRUE(res["ranks"][0]["node_net_rx_bytes"].is_number()) << "node leader samples net";
+  EXPECT_TRUE(res["ranks"][1]["node_net_rx_bytes"].is_null()) << "only the node leader does";
+  const std::string text = profile::RenderText(p);
+  EXPECT_NE(text.find("Resources per rank"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace invmw::sampler
