@@ -36,10 +36,10 @@ struct ConvertResult {
   int32_t world_size = 0;
   int32_t ranks_converted = 0;
   uint64_t locations = 0;
-  uint64_t records_in = 0;  // raw records read
-  uint64_t events_out = 0;  // OTF2 events written (metric events included)
+  uint64_t records_in = 0;     // raw records read
+  uint64_t events_out = 0;     // OTF2 events written (metric events included)
   uint64_t metric_events = 0;  // of which sampler metrics (OTF2 Metric records)
-  bool partial = false;     // some rank did not end cleanly, or data was dropped
+  bool partial = false;        // some rank did not end cleanly, or data was dropped
   std::vector<std::string> problems;
 };
 
