@@ -25,10 +25,13 @@
 //   {"type":"clock", "phase":"init"|"finalize", "ticks":T, "offset_ticks":O,
 //    "uncertainty_ticks":U}   this rank's clock minus rank 0's at local tick T
 //   {"type":"thread", "index":T, "location":"main"|"thread T"}
+//   {"type":"counters", "names":["counters.task_clock",...], "units":["ns",...]}
+//                                    what kCounters records hold (INVMW_TRACE_COUNTERS=1)
 //   {"type":"end", "reason":"finalize"|"signal"|..., "end_ticks":T, "ticks_per_second":F,
 //    "dropped_events":D, "flushes":K}
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace invmw::trace {
@@ -54,6 +57,13 @@ enum RecordType : uint8_t {
   kFlush = 3,       // the runtime flushed buffers inside a call: t_enter..t_leave
   kCancelled = 4,   // a request was cancelled (request = its id)
   kPause = 5,       // MPI_Pcontrol(0): recording paused at t_enter, resumed at t_leave
+  kCounters = 6,    // a CounterRecord: counter values at the entry and exit of the next kCall
+                    // record of the same thread (INVMW_TRACE_COUNTERS=1)
+  kSendPart = 7,    // one message sent inside the next kCall record of the same thread, at
+                    // t_enter to peer with tag and bytes_sent (PVM: pvm_mcast, and what the
+                    // group library sends inside pvm_bcast/pvm_reduce)
+  kRecvPart = 8,    // one message received inside the next kCall record, at t_enter from
+                    // peer with tag and bytes_recv (PVM group calls)
 };
 
 enum RecordFlags : uint8_t {
@@ -78,5 +88,20 @@ struct EventRecord {
   int32_t tag2;   // MPI_Sendrecv's receive tag
 };
 static_assert(sizeof(EventRecord) == 64, "EventRecord must stay 64 bytes");
+
+// The same 64 bytes for type kCounters; `type` sits where EventRecord has it. Values are
+// the counters named by the defs "counters" line, in its order.
+struct CounterRecord {
+  uint64_t enter[3];
+  uint64_t leave[3];
+  uint32_t reserved0;
+  uint16_t func;  // the call's function (a consistency check for readers)
+  uint8_t type;   // kCounters
+  uint8_t count;  // values used (<= 3)
+  uint64_t reserved1;
+};
+static_assert(sizeof(CounterRecord) == 64, "CounterRecord must stay 64 bytes");
+static_assert(offsetof(CounterRecord, type) == offsetof(EventRecord, type),
+              "CounterRecord::type must overlay EventRecord::type");
 
 }  // namespace invmw::trace

@@ -80,6 +80,8 @@ struct Unit {
   // Persistent requests this MPI_Start/MPI_Startall started (request id, bytes), found by
   // AttachPersistentStarts because start records carry no request id.
   std::vector<std::pair<uint64_t, uint64_t>> starts;
+  // Counter values at the call's entry and exit (a kCounters record stored just before it).
+  const trace::CounterRecord* counters = nullptr;
 };
 
 struct LocationOut {
@@ -103,7 +105,8 @@ struct MetricDefs {
   std::vector<Member> members;
   std::map<std::string, uint32_t> member_of;
   std::vector<std::vector<uint32_t>> classes;
-  std::map<std::vector<uint32_t>, uint32_t> class_of;
+  std::vector<bool> synchronous;  // per class: per-call counters (else the sampler's series)
+  std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> class_of;
 
   uint32_t MemberRef(const RawMetric& m) {
     const std::string key = m.name + "\n" + m.unit + (m.accumulated ? "\na" : "\nb");
@@ -113,9 +116,12 @@ struct MetricDefs {
                          m.source == "counters" && m.name.rfind("counters.PAPI_", 0) == 0});
     return it->second;
   }
-  uint32_t ClassRef(const std::vector<uint32_t>& set) {
-    auto [it, added] = class_of.emplace(set, uint32_t(classes.size()));
-    if (added) classes.push_back(set);
+  uint32_t ClassRef(const std::vector<uint32_t>& set, bool sync = false) {
+    auto [it, added] = class_of.emplace(std::make_pair(set, sync), uint32_t(classes.size()));
+    if (added) {
+      classes.push_back(set);
+      synchronous.push_back(sync);
+    }
     return it->second;
   }
 };
@@ -193,6 +199,8 @@ class RankWriter {
         issues_(issues),
         coalesced_attrs_(OTF2_AttributeList_New()) {}
   ~RankWriter() { OTF2_AttributeList_Delete(coalesced_attrs_); }
+  // The synchronous metric class of this rank's per-call counters (INVMW_TRACE_COUNTERS).
+  void SetCounterClass(uint32_t cls) { sync_class_ = cls; }
   RankWriter(const RankWriter&) = delete;
   RankWriter& operator=(const RankWriter&) = delete;
 
@@ -279,23 +287,33 @@ class RankWriter {
   }
 
   static bool Nestable(uint8_t type) {
-    return type == trace::kCompletion || type == trace::kFlush || type == trace::kCancelled;
+    return type == trace::kCompletion || type == trace::kFlush || type == trace::kCancelled ||
+           type == trace::kSendPart || type == trace::kRecvPart;
   }
 
   std::vector<Unit> MakeUnits(const std::vector<EventRecord>& recs) {
     std::vector<Unit> out;
     out.reserve(recs.size());
     std::vector<const EventRecord*> pending;
+    const trace::CounterRecord* counters = nullptr;
     for (const EventRecord& r : recs) {
       if (Nestable(r.type)) {
         pending.push_back(&r);
+        continue;
+      }
+      if (r.type == trace::kCounters) {
+        counters = reinterpret_cast<const trace::CounterRecord*>(&r);
         continue;
       }
       if (r.type > trace::kPause) {
         ++(*issues_)["records of unknown type skipped"];
         continue;
       }
-      Unit u{&r, {}, {}};
+      Unit u{&r, {}, {}, nullptr};
+      if (r.type == trace::kCall && counters && counters->func == r.func &&
+          counters->count <= rank_.counter_names.size() && sync_class_ != kNoClass)
+        u.counters = counters;
+      counters = nullptr;
       if (r.type != trace::kCall) {
         // Not a call, so nothing nests in it: what happened before it goes out first.
         auto before =
@@ -368,6 +386,9 @@ class RankWriter {
         return WriteCall(u);
       case trace::kCompletion:
         return Complete(r);
+      case trace::kSendPart:
+      case trace::kRecvPart:
+        return WritePart(r);
       case trace::kCancelled:
         return Cancel(r);
       case trace::kFlush:
@@ -405,6 +426,7 @@ class RankWriter {
     if (!f) return;
     const OTF2_RegionRef reg = regions_[r.func];
     Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), reg), "Enter");
+    if (u.counters) WriteCounters(r.t_enter, u.counters->enter, u.counters->count);
     // Only calls that carry a communicator look it up (RMA and I/O records have none).
     uint32_t gcomm_cache = kNoComm;
     auto gcomm = [&] {
@@ -496,6 +518,8 @@ class RankWriter {
     for (const EventRecord* n : nested) {
       if (n->type == trace::kCompletion)
         Complete(*n);
+      else if (n->type == trace::kSendPart || n->type == trace::kRecvPart)
+        WritePart(*n);
       else if (n->type == trace::kCancelled)
         Cancel(*n);
       else {
@@ -526,7 +550,34 @@ class RankWriter {
       default:
         break;
     }
+    if (u.counters) WriteCounters(r.t_leave, u.counters->leave, u.counters->count);
     Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
+  }
+
+  // A synchronous metric: the thread's counters at an Enter or Leave of the same timestamp.
+  void WriteCounters(uint64_t t, const uint64_t* v, uint8_t n) {
+    OTF2_Type types[3];
+    OTF2_MetricValue values[3];
+    for (uint8_t i = 0; i < n && i < 3; ++i) {
+      types[i] = OTF2_TYPE_DOUBLE;
+      values[i].floating_point = double(v[i]);
+    }
+    Check(OTF2_EvtWriter_Metric(W(), nullptr, T(t), sync_class_, n, types, values), "Metric");
+  }
+
+  // A message of a call that moves several (PVM multicast and group calls): a send or receive
+  // record on MPI_COMM_WORLD, nested in the call's region, or on its own if no call follows.
+  void WritePart(const EventRecord& p) {
+    if (p.peer < 0) return;
+    const uint32_t world = GComm(0);
+    if (p.type == trace::kSendPart)
+      Check(OTF2_EvtWriter_MpiSend(W(), nullptr, T(p.t_enter), Peer(world, p.peer), world,
+                                   uint32_t(p.tag), p.bytes_sent),
+            "MpiSend");
+    else
+      Check(OTF2_EvtWriter_MpiRecv(W(), nullptr, T(p.t_enter), Peer(world, p.peer), world,
+                                   uint32_t(p.tag), p.bytes_recv),
+            "MpiRecv");
   }
 
   void StartRequest(uint64_t id, ReqState& s, uint64_t t, uint64_t start_bytes) {
@@ -599,6 +650,8 @@ class RankWriter {
   const ClockModel& clock_;
   std::map<std::string, uint64_t>* issues_;
   OTF2_AttributeList* coalesced_attrs_;  // emptied by each event write that uses it
+  static constexpr uint32_t kNoClass = UINT32_MAX;
+  uint32_t sync_class_ = kNoClass;
   std::vector<OTF2_EvtWriter*> writers_;
   std::vector<uint64_t> last_;
   std::vector<LocationOut> locs_;
@@ -690,6 +743,14 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
     std::map<std::string, uint64_t> rank_issues;
     RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, clocks[rank.rank],
                  &rank_issues);
+    if (!rank.counter_names.empty()) {
+      std::vector<uint32_t> set;
+      for (size_t i = 0; i < rank.counter_names.size() && i < 3; ++i)
+        set.push_back(metric_defs.MemberRef(
+            {rank.counter_names[i], i < rank.counter_units.size() ? rank.counter_units[i] : "",
+             "counters", "value at MPI call entry and exit", true}));
+      w.SetCounterClass(metric_defs.ClassRef(set, true));
+    }
     result.events_out += w.Run(&locations);
     for (const auto& [what, n] : rank_issues)
       result.problems.push_back("rank " + std::to_string(rank.rank) + ": " + std::to_string(n) +
@@ -819,9 +880,11 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   for (size_t i = 0; i < metric_defs.classes.size(); ++i) {
     const auto& c = metric_defs.classes[i];
     std::vector<OTF2_MetricMemberRef> refs(c.begin(), c.end());
-    Check(OTF2_GlobalDefWriter_WriteMetricClass(g, OTF2_MetricRef(i), uint8_t(refs.size()),
-                                                refs.data(), OTF2_METRIC_ASYNCHRONOUS,
-                                                OTF2_RECORDER_KIND_ABSTRACT),
+    const bool sync = metric_defs.synchronous[i];
+    Check(OTF2_GlobalDefWriter_WriteMetricClass(
+              g, OTF2_MetricRef(i), uint8_t(refs.size()), refs.data(),
+              sync ? OTF2_METRIC_SYNCHRONOUS : OTF2_METRIC_ASYNCHRONOUS,
+              sync ? OTF2_RECORDER_KIND_CPU : OTF2_RECORDER_KIND_ABSTRACT),
           "MetricClass");
   }
   Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_run, s_machine,

@@ -84,6 +84,11 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     } else {
       throw std::runtime_error("\"phase\" is \"" + phase + "\", expected init or finalize");
     }
+  } else if (type == "counters") {
+    r->counter_names = j.at("names").get<std::vector<std::string>>();
+    r->counter_units = Get<std::vector<std::string>>(j, "units", {});
+    if (r->counter_names.size() > 3)
+      throw std::runtime_error("\"names\" lists more than the 3 counters a record holds");
   } else if (type == "thread") {
     int32_t index = j.at("index").get<int32_t>();
     auto it = std::find_if(r->threads.begin(), r->threads.end(),

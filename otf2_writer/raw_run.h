@@ -50,7 +50,9 @@ struct RawRank {
   uint64_t init_ticks = 0;
   int64_t init_realtime_ns = 0;
   std::vector<std::string> func_names, func_kinds, func_classes;  // index = EventRecord::func
-  std::map<uint32_t, RawComm> comms;                              // by local id
+  // Per-call counters (defs "counters" line): what kCounters records hold.
+  std::vector<std::string> counter_names, counter_units;
+  std::map<uint32_t, RawComm> comms;  // by local id
   bool has_init_clock = false, has_finalize_clock = false;
   ClockSample init_clock, finalize_clock;
   bool has_end = false;

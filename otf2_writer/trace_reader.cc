@@ -311,7 +311,9 @@ OTF2_CallbackCode EvMetric(INVMW_EVT_HEAD, OTF2_MetricRef metric, uint8_t n, con
                            const OTF2_MetricValue* values) {
   State* st = S(u);
   auto it = st->metric_loc_index.find(loc);
-  if (it == st->metric_loc_index.end()) return OTF2_CALLBACK_SUCCESS;  // metrics on a thread
+  auto thread = st->loc_index.find(loc);
+  if (it == st->metric_loc_index.end() && thread == st->loc_index.end())
+    return OTF2_CALLBACK_SUCCESS;
   TraceMetricSample m;
   m.ticks = time;
   m.time = double(int64_t(time - st->t->global_offset)) / double(st->t->timer_resolution);
@@ -320,7 +322,10 @@ OTF2_CallbackCode EvMetric(INVMW_EVT_HEAD, OTF2_MetricRef metric, uint8_t n, con
     m.values.push_back(types[i] == OTF2_TYPE_DOUBLE  ? values[i].floating_point
                        : types[i] == OTF2_TYPE_INT64 ? double(values[i].signed_int)
                                                      : double(values[i].unsigned_int));
-  st->t->metric_locations[it->second].samples.push_back(std::move(m));
+  if (it != st->metric_loc_index.end())
+    st->t->metric_locations[it->second].samples.push_back(std::move(m));
+  else  // synchronous: counters at an MPI call's entry or exit, on the calling thread
+    st->t->locations[thread->second].metrics.push_back(std::move(m));
   return OTF2_CALLBACK_SUCCESS;
 }
 #undef INVMW_EVT_HEAD

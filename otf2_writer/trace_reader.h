@@ -57,12 +57,21 @@ struct TraceEvent {
 };
 const char* EventTypeName(TraceEvent::Type t);
 
+struct TraceMetricSample {
+  uint64_t ticks = 0;  // global (corrected) timestamp
+  double time = 0;     // seconds since the global offset
+  uint32_t metric_class = 0;
+  std::vector<double> values;  // one per member of the class
+};
+
 struct TraceLocation {
   uint64_t id = 0;
   std::string name;
   int32_t rank = -1;             // world rank of its location group
   uint64_t declared_events = 0;  // from the definitions
   std::vector<TraceEvent> events;
+  // Synchronous metrics (per-call counters, INVMW_TRACE_COUNTERS) in time order.
+  std::vector<TraceMetricSample> metrics;
 };
 
 // The sampler's metrics (asynchronous Metric records on locations of type METRIC), kept apart
@@ -70,12 +79,6 @@ struct TraceLocation {
 struct TraceMetricMember {
   std::string name, unit;
   bool accumulated = false;  // OTF2_METRIC_ACCUMULATED_* (else absolute)
-};
-struct TraceMetricSample {
-  uint64_t ticks = 0;  // global (corrected) timestamp
-  double time = 0;     // seconds since the global offset
-  uint32_t metric_class = 0;
-  std::vector<double> values;  // one per member of the class
 };
 struct TraceMetricLocation {
   uint64_t id = 0;

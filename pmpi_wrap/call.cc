@@ -1,5 +1,7 @@
 #include "pmpi_wrap/call.h"
 
+#include <cstring>
+
 namespace invmw::wrap {
 
 namespace {
@@ -74,6 +76,18 @@ void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t 
     }
   }
   FlushPendingFail(ts_);
+  if (ts_->counter_fd >= 0 && type == trace::kCall) {
+    // Placed before the call's record, like completions: the converter attaches it to it.
+    trace::CounterRecord c{};
+    ReadCallCounters(ts_->counter_fd, ts_->counter_n, c.leave);
+    std::memcpy(c.enter, ts_->counters_enter, sizeof c.enter);
+    c.func = e.func;
+    c.type = trace::kCounters;
+    c.count = uint8_t(ts_->counter_n);
+    trace::EventRecord as_event;
+    std::memcpy(&as_event, &c, sizeof as_event);
+    ts_->trace->Push(as_event);
+  }
   ts_->trace->Push(e);
 }
 

@@ -17,6 +17,7 @@
 #include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/runtime.h"
 #include "pmpi_wrap/scratch.h"
+#include "pmpi_wrap/call_counters.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_buffer.h"
 #include "pmpi_wrap/trace_runtime.h"
@@ -32,6 +33,8 @@ class Call {
     if (!ts_) return;
     tls_in_call = true;
     on_ = true;
+    if (__builtin_expect(ts_->counter_fd >= 0, 0))
+      ReadCallCounters(ts_->counter_fd, ts_->counter_n, ts_->counters_enter);
     t0_ = clock::Ticks();
   }
   ~Call() {

@@ -23,6 +23,7 @@
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_runtime.h"
+#include "sampler/sampler.h"
 #include "otf2_writer/converter.h"
 
 extern "C" char invmw_mpi_mismatch;
@@ -173,13 +174,122 @@ void CheckMpiFlavor() {
   }
 }
 
+// The sampler's summaries are files another process may have cut short; a bad one costs the
+// resources section, never the profile.
+void AttachResourcesSafely(nlohmann::json* p) {
+  try {
+    profile::AttachResources(p, g.output_dir);
+  } catch (const std::exception& e) {
+    Warn(std::string("resource summaries not attached: ") + e.what());
+  }
+}
+
+// ---- programs that never call MPI_Init (INVMW_RUNTIME_NONMPI=1) ----------------------------
+bool g_nonmpi = false;  // the load-time sampler runs
+
+// Launchers and daemons see the preload too (LD_PRELOAD is inherited); they are not the
+// application, and their ranks start their own samplers.
+bool IsLauncher() {
+  static const char* const kNames[] = {"mpirun",
+                                       "mpiexec",
+                                       "orterun",
+                                       "prterun",
+                                       "prte",
+                                       "prted",
+                                       "orted",
+                                       "mpiexec.hydra",
+                                       "hydra_pmi_proxy",
+                                       "mpirun.openmpi",
+                                       "mpiexec.openmpi",
+                                       "mpirun.mpich",
+                                       "mpiexec.mpich",
+                                       "pvmd",
+                                       "pvmd3",
+                                       "invmw"};
+  for (const char* n : kNames)
+    if (std::strcmp(program_invocation_short_name, n) == 0) return true;
+  return false;
+}
+
+void StartNonMpi() {
+  const char* v = getenv("INVMW_RUNTIME_NONMPI");
+  if (!v || !*v || std::strcmp(v, "0") == 0) return;
+  // Ranks of an MPI launch start their sampler at MPI_Init, with their real rank.
+  if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMI_RANK") || IsLauncher()) return;
+  // Only the first process: its children (shells, helpers) inherit the marker and stay quiet,
+  // so they cannot overwrite its files.
+  if (getenv("INVMW_RUNTIME_NONMPI_PID")) return;
+  setenv("INVMW_RUNTIME_NONMPI_PID", std::to_string(getpid()).c_str(), 1);
+  g.cfg = config::Load();
+  if (!g.cfg.SAMPLER_ENABLE) return;
+  g.init_enter_ticks = clock::Ticks();
+  g_init_anchor = clock::TakeAnchor();
+  g.init_ticks = g_init_anchor.ticks;
+  g.init_realtime_ns = clock::RealtimeNs();
+  g.ticks_per_second = clock::CalibrateTicksPerSecond(1000000);
+  g.rank = 0;
+  g.world_size = 1;
+  gethostname(g.host, sizeof g.host - 1);
+  std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR;
+  if (!MakeDirs(d + "/raw")) {
+    Warn("cannot create the output directory " + d + " (" + std::strerror(errno) + ")");
+    return;
+  }
+  g.output_dir = d;
+  sampler::StartOptions o;
+  o.run_dir = d;
+  o.host = g.host;
+  o.ticks_per_second = g.ticks_per_second;
+  o.config = &g.cfg;
+  std::string err;
+  if (!sampler::Start(o, &err)) {
+    Warn("sampler not started: " + err);
+    return;
+  }
+  g_nonmpi = true;
+}
+
+// At exit: the last sample, then a profile holding the wall time and the resource summary.
+void FinishNonMpi() {
+  g_nonmpi = false;
+  sampler::Stop();
+  g_dump_cap = sizeof(raw::RankHeader);
+  std::vector<char> buf(g_dump_cap);
+  size_t n = FillRawDump(raw::kEndFinalize, 0, buf.data(), buf.size());
+  profile::RankData rank;
+  std::string err;
+  if (!profile::ParseDump(buf.data(), n, &rank, &err)) return Warn(err);
+  g_meta.invmw_version = INVMW_VERSION;
+  g_meta.output_dir = g.output_dir;
+  g_meta.command = CommandLine();
+  g_meta.start_time = IsoTime(g.init_realtime_ns);
+  g_meta.world_size = 1;
+  g_meta.config = g.cfg.effective;
+  nlohmann::json p = profile::BuildProfile({rank}, g_meta, false);
+  p["non_mpi"] = true;
+  AttachResourcesSafely(&p);
+  if (!profile::WriteProfile(g.output_dir, p, &err)) return Warn(err);
+  if (!g.cfg.RUNTIME_QUIET)
+    std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+}
+
 __attribute__((constructor)) void OnLoad() {
   CheckMpiFlavor();
 }
 
 __attribute__((destructor)) void OnUnload() {
+  if (g_nonmpi) {
+    try {
+      FinishNonMpi();
+    } catch (...) {  // at exit: nothing may change how the program ends
+    }
+    return;
+  }
   // exit() without MPI_Finalize: keep what was recorded.
-  if (g.initialized && !g.finalized && g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndExit, 0);
+  if (g.initialized && !g.finalized) {
+    if (g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndExit, 0);
+    sampler::Stop();
+  }
 }
 
 }  // namespace
@@ -205,6 +315,7 @@ ThreadState* AttachThread() {
     return nullptr;
   }
   ts->index = idx;
+  ts->counter_fd = -1;
   // Epoch 0 never matches (the global epoch starts at 1), so the calloc'ed cache is empty.
   if (g.trace_on) TraceAttachThread(ts);
   g_threads[idx].store(ts, std::memory_order_release);
@@ -285,6 +396,40 @@ void WarnOnce(const std::string& msg) {
 }
 
 // ---- init / finalize -----------------------------------------------------------------------
+namespace {
+
+// One sampler per process; node-wide sources only on the first rank of each node, found with a
+// shared-memory split (collective, so every rank takes part even when sampling is off).
+void StartSampler() {
+  if (g_nonmpi) {  // a singleton MPI program: the MPI-aware sampler takes over
+    g_nonmpi = false;
+    sampler::Stop();
+  }
+  int local_rank = 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+          MPI_SUCCESS &&
+      node != MPI_COMM_NULL) {
+    PMPI_Comm_rank(node, &local_rank);
+    PMPI_Comm_free(&node);
+  }
+  if (!g.cfg.SAMPLER_ENABLE || g.output_dir.empty()) return;
+  sampler::StartOptions o;
+  o.run_dir = g.output_dir;
+  o.rank = g.rank;
+  o.world_size = g.world_size;
+  o.node_leader = local_rank == 0;
+  o.host = g.host;
+  o.trace_time = g.trace_on ? &TraceTime : nullptr;
+  o.ticks_per_second = g.ticks_per_second;
+  o.config = &g.cfg;
+  o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
+  std::string err;
+  if (!sampler::Start(o, &err)) Warn("sampler not started: " + err);
+}
+
+}  // namespace
+
 void OnInit(uint64_t enter_ticks) {
   if (g_mpi_mismatch || g.initialized) return;
   g.cfg = config::Load();
@@ -370,6 +515,7 @@ void OnInit(uint64_t enter_ticks) {
     std::ofstream(g.output_dir + "/meta.json") << profile::MetaToJson(g_meta).dump(2) << "\n";
   }
   if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
+  StartSampler();
   g.initialized = true;
   SetRecording(true);
 }
@@ -377,6 +523,8 @@ void OnInit(uint64_t enter_ticks) {
 void OnFinalize() {
   if (!g.initialized || g.finalized) return;
   SetRecording(false);
+  // Before any collective of ours: the last sample belongs to the application's run.
+  sampler::Stop();
   if (g.trace_on) TraceFinalize();
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
     g.finalized = true;
@@ -407,22 +555,35 @@ void OnFinalize() {
           Warn("rank " + std::to_string(i) + ": " + err);
       }
       std::string err;
-      nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
-      if (!profile::WriteProfile(g.output_dir, p, &err))
-        Warn(err);
-      else if (!g.cfg.RUNTIME_QUIET)
-        std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+      try {
+        nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
+        AttachResourcesSafely(&p);
+        if (!profile::WriteProfile(g.output_dir, p, &err))
+          Warn(err);
+        else if (!g.cfg.RUNTIME_QUIET)
+          std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+      } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
+        Warn(std::string("profile not written: ") + e.what());
+      }
     }
   }
   // The trace: every rank has drained its rings (TraceFinalize); rank 0 builds the archive.
   if (g.trace_on) {
     PMPI_Barrier(MPI_COMM_WORLD);
     if (g.rank == 0) {
-      otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
-      for (const auto& p : r.problems) Warn("trace: " + p);
-      if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
-        std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
-                     (unsigned long long)r.events_out);
+      // The converter reports unreadable input by throwing; the application's MPI_Finalize
+      // must return normally whatever happens here (`invmw trace recover` can retry).
+      try {
+        otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
+        for (const auto& p : r.problems) Warn("trace: " + p);
+        if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
+          std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
+                       (unsigned long long)r.events_out);
+      } catch (const std::exception& e) {
+        Warn(std::string("trace not converted: ") + e.what());
+      } catch (...) {
+        Warn("trace not converted: unexpected failure");
+      }
     }
   }
   // The raw dump also stays on disk: later tools (trace recovery) read it.
@@ -439,5 +600,13 @@ void OnFinalize() {
 void OnAbort() {
   if (g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndAbort, 0);
 }
+
+namespace {
+// Not an __attribute__((constructor)): those may run before this library's C++ objects (g, its
+// strings) are constructed. A static object defined after them in this file runs after them.
+struct NonMpiStarter {
+  NonMpiStarter() { StartNonMpi(); }
+} g_nonmpi_starter;
+}  // namespace
 
 }  // namespace invmw::wrap

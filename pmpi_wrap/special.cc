@@ -11,6 +11,22 @@
 namespace invmw::wrap {
 namespace {
 
+// MPI_Init and MPI_Finalize in the trace: the application's run lies between the return of
+// the one and the entry of the other, which is what the inverse mapping needs to bound each
+// rank's computation (invmw's own start-up and shut-down work stays inside these regions).
+void TraceSpecial(ThreadState* ts, FuncId f, uint64_t t_enter, uint64_t t_leave) {
+  if (!ts->trace) return;
+  FlushPendingFail(ts);
+  trace::EventRecord e{};
+  e.t_enter = TraceTime(t_enter);
+  e.t_leave = TraceTime(t_leave);
+  e.peer = e.peer2 = kPeerNone;
+  e.tag = e.tag2 = -1;
+  e.func = uint16_t(f);
+  e.type = trace::kCall;
+  ts->trace->Push(e);
+}
+
 // MPI_Init itself is counted after the fact: recording starts only once MPI is up.
 void CountInit(FuncId f, uint64_t t0) {
   if (!g.recording.load()) return;
@@ -22,6 +38,7 @@ void CountInit(FuncId f, uint64_t t0) {
   s.ticks += dt;
   s.max_ticks = dt;
   s.hist[0]++;
+  TraceSpecial(ts, f, t0, clock::Ticks());
 }
 
 void CountFinalize(uint64_t t0) {
@@ -30,7 +47,9 @@ void CountFinalize(uint64_t t0) {
   FuncStats& s = ts->stats[F_MPI_Finalize];
   s.calls++;
   s.hist[0]++;
-  s.ticks += clock::Ticks() - t0;
+  const uint64_t t1 = clock::Ticks();
+  s.ticks += t1 - t0;
+  TraceSpecial(ts, F_MPI_Finalize, t0, t1);
 }
 
 // Fortran MPI_Init / MPI_Finalize go to the MPI library's own Fortran entry points (Open MPI's

@@ -44,6 +44,10 @@ struct ThreadState {
   // A run of unsuccessful tests being coalesced into one record (INVMW_TRACE_COALESCE_TESTS).
   trace::EventRecord pending_fail;
   bool has_pending_fail;
+  // Per-call counters (INVMW_TRACE_COUNTERS): this thread's perf group, -1 when off.
+  int counter_fd;
+  int counter_n;
+  uint64_t counters_enter[3];
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the

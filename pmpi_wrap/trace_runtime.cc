@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "pmpi_wrap/call_counters.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/runtime.h"
 #include "pmpi_wrap/trace_buffer.h"
@@ -19,6 +20,7 @@
 namespace invmw::wrap {
 
 bool g_trace_skewed = false;
+bool g_call_counters = false;  // INVMW_TRACE_COUNTERS took effect
 
 namespace {
 
@@ -130,6 +132,13 @@ void TraceInit() {
     classes.push_back(kFuncClasses[f]);
   }
   DefsLine({{"type", "functions"}, {"names", names}, {"kinds", kinds}, {"classes", classes}});
+  if (g.cfg.TRACE_COUNTERS) {
+    CallCounterChoice choice;
+    g_call_counters = ChooseCallCounters(g.cfg.SAMPLER_PAPI, &choice);
+    if (!choice.note.empty()) WarnOnce(choice.note);
+    if (g_call_counters)
+      DefsLine({{"type", "counters"}, {"names", choice.names}, {"units", choice.units}});
+  }
   // Communicators registered before tracing started (world, self).
   TraceCommDefined(LookupComm(MPI_COMM_WORLD));
   TraceCommDefined(LookupComm(MPI_COMM_SELF));
@@ -178,6 +187,11 @@ void TraceAttachThread(ThreadState* ts) {
   auto* b = new TraceBuffer(uint32_t(std::min<uint64_t>(cap, 1u << 30)), fd);
   RegisterTraceBuffer(b);
   ts->trace = b;
+  if (g_call_counters) {
+    ts->counter_fd = OpenCallCounters();
+    ts->counter_n = CallCounterCount();
+    if (ts->counter_fd < 0) g.errors.fetch_add(1, std::memory_order_relaxed);
+  }
   DefsLine({{"type", "thread"},
             {"index", ts->index},
             {"location", ts->index == 0 ? "main" : "thread " + std::to_string(ts->index)}});

@@ -257,6 +257,7 @@ class Sampler {
   }
 
   ~Sampler() {
+    Stop();
     if (defs_fd_ >= 0) close(defs_fd_);
     if (samples_fd_ >= 0) close(samples_fd_);
   }
@@ -532,8 +533,12 @@ class Sampler {
   bool ready_ = false, stop_ = false;
 };
 
+// Constant-initialised and never destroyed by static destructors: the runtime may start the
+// sampler while the preloaded library is still being initialised (INVMW_RUNTIME_NONMPI), and a
+// program that calls exit() while the thread runs must not meet a joinable std::thread in a
+// destructor (std::terminate would change its exit status).
 std::mutex g_mu;
-std::unique_ptr<Sampler> g_sampler;
+Sampler* g_sampler = nullptr;
 Stats g_last;
 
 }  // namespace
@@ -547,7 +552,7 @@ bool Start(const StartOptions& options, std::string* error) {
     } else if (options.IsValid(&e)) {
       auto s = std::make_unique<Sampler>(options);
       if (s->Start(&e)) {
-        g_sampler = std::move(s);
+        g_sampler = s.release();
         return true;
       }
     }
@@ -566,7 +571,8 @@ void Stop() {
     if (!g_sampler) return;
     g_sampler->Stop();
     g_last = g_sampler->stats();
-    g_sampler.reset();
+    delete g_sampler;
+    g_sampler = nullptr;
   } catch (...) {
   }
 }
