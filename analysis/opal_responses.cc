@@ -1,0 +1,187 @@
+// Opal's response variables (contract B) from the inverse mapping of an opal-mini run.
+//
+// The rule, which needs neither barriers nor any knowledge of opal-mini's code:
+// 1. Rounds. For each server s, the client's messages to s in the order they were sent are its
+//    requests; the reply to request k is the first message from s to the client sent after s
+//    received request k. The server's computation for round k is its computation time between
+//    receiving the request and starting the reply. Round k of every server is the same call
+//    (the client sends one request per server and call); servers with fewer rounds limit the
+//    count.
+// 2. Steps. Opal's update call is answered by empty messages, its energy call by energies and
+//    gradients; a step ends with the first round whose replies carry data. If no reply or every
+//    reply carries data, every round is a step.
+// 3. t_par_comp = sum over steps of the largest server computation in the step (per server, its
+//    rounds of the step added up): the servers' share of the critical path.
+// 4. The client's step window runs from its first request, moved back over the synchronisation
+//    right before it (the barrier opening the first call), to the last reply, moved forward over
+//    what follows until the first transfer, idle or I/O segment or the end of the window (the
+//    closing barrier and the last step's sequential work). In that window, on the client:
+//    t_seq_comp = computation, t_comm = transfer, t_sync = sync_op (barrier time not explained by
+//    waiting for late ranks), t_wall = the window's length.
+// 5. The client's waiting (idle + sync_wait) is, on the critical path, mostly the servers'
+//    computation, already counted in t_par_comp. What t_par_comp does not explain is idle:
+//    t_idle = t_wall - (t_par_comp + t_seq_comp + t_comm + t_sync), at least 0 (the same
+//    residual opal-mini's own timers report). The client's raw waiting is reported as t_wait.
+#include <algorithm>
+#include <stdexcept>
+
+#include "analysis/analysis.h"
+
+namespace invmw::analysis {
+
+namespace {
+
+double ComputationIn(const RankTimeline& r, double a, double b) {
+  const auto& segs = r.segments;
+  auto it = std::lower_bound(segs.begin(), segs.end(), a,
+                             [](const Segment& s, double v) { return s.end <= v; });
+  double sum = 0;
+  for (; it != segs.end() && it->start < b; ++it)
+    if (it->cat == kComputation)
+      sum += std::max(0.0, std::min(b, it->end) - std::max(a, it->start));
+  return sum;
+}
+
+}  // namespace
+
+OpalBreakdown AnalyzeOpal(const Analysis& a) {
+  OpalBreakdown o;
+  const RankTimeline* client = nullptr;
+  std::vector<const RankTimeline*> servers;
+  for (const auto& r : a.timelines.ranks) {
+    if (r.rank == 0)
+      client = &r;
+    else
+      servers.push_back(&r);
+  }
+  if (!client) throw std::runtime_error("opal responses: the trace has no rank 0 (the client)");
+  if (servers.empty()) throw std::runtime_error("opal responses: the trace has no server ranks");
+  o.p = int(servers.size());
+
+  struct Round {
+    double comp = 0;
+    bool data = false;
+    double request_send = 0, reply_recv = 0;
+  };
+  std::vector<std::vector<Round>> rounds(servers.size());
+  size_t nrounds = SIZE_MAX;
+  for (size_t si = 0; si < servers.size(); ++si) {
+    const int32_t s = servers[si]->rank;
+    std::vector<const MessageSummary*> req, rep;
+    for (const auto& m : a.p2p) {
+      if (m.src == 0 && m.dst == s) req.push_back(&m);
+      if (m.src == s && m.dst == 0) rep.push_back(&m);
+    }
+    auto by_send = [](const MessageSummary* x, const MessageSummary* y) {
+      return x->send_time < y->send_time;
+    };
+    std::sort(req.begin(), req.end(), by_send);
+    std::sort(rep.begin(), rep.end(), by_send);
+    size_t j = 0;
+    for (const MessageSummary* q : req) {
+      while (j < rep.size() && rep[j]->send_time < q->recv_time) ++j;
+      if (j == rep.size()) break;
+      Round r;
+      r.comp = ComputationIn(*servers[si], q->recv_time, rep[j]->send_time);
+      r.data = rep[j]->bytes > 0;
+      r.request_send = q->send_time;
+      r.reply_recv = rep[j]->recv_time;
+      rounds[si].push_back(r);
+      ++j;
+    }
+    nrounds = std::min(nrounds, rounds[si].size());
+  }
+  if (nrounds == 0 || nrounds == SIZE_MAX)
+    throw std::runtime_error(
+        "opal responses: no request-reply rounds between rank 0 (client) and the servers");
+  for (size_t si = 0; si < servers.size(); ++si)
+    if (rounds[si].size() != nrounds)
+      o.notes.push_back("server " + std::to_string(servers[si]->rank) + " answered " +
+                        std::to_string(rounds[si].size()) + " requests, others " +
+                        std::to_string(nrounds) + ": extra rounds ignored");
+  o.rounds = int(nrounds);
+
+  // Steps: a round with data (the energy call) closes a step.
+  bool any_data = false, all_data = true;
+  std::vector<bool> data(nrounds, false);
+  for (size_t k = 0; k < nrounds; ++k) {
+    for (const auto& rs : rounds) data[k] = data[k] || rs[k].data;
+    any_data = any_data || data[k];
+    all_data = all_data && data[k];
+  }
+  const bool each_round_a_step = !any_data || all_data;
+  double par = 0;
+  std::vector<double> step_comp(servers.size(), 0.0);
+  for (size_t k = 0; k < nrounds; ++k) {
+    for (size_t si = 0; si < servers.size(); ++si) step_comp[si] += rounds[si][k].comp;
+    if (each_round_a_step || data[k] || k + 1 == nrounds) {
+      par += *std::max_element(step_comp.begin(), step_comp.end());
+      std::fill(step_comp.begin(), step_comp.end(), 0.0);
+      ++o.steps;
+    }
+  }
+
+  // The client's step window.
+  double first = rounds[0][0].request_send, last = rounds[0][nrounds - 1].reply_recv;
+  for (const auto& rs : rounds) {
+    first = std::min(first, rs[0].request_send);
+    last = std::max(last, rs[nrounds - 1].reply_recv);
+  }
+  const auto& segs = client->segments;
+  auto it = std::lower_bound(segs.begin(), segs.end(), first,
+                             [](const Segment& s, double v) { return s.end <= v; });
+  double ws = first;
+  for (auto b = it; b != segs.begin();) {
+    --b;
+    if (b->cat != kSyncWait && b->cat != kSyncOp) break;
+    ws = b->start;
+  }
+  auto e = std::lower_bound(segs.begin(), segs.end(), last,
+                            [](const Segment& s, double v) { return s.end <= v; });
+  double we = last;
+  for (; e != segs.end(); ++e) {
+    if (e->end <= last) continue;
+    if (e->cat == kTransfer || e->cat == kIdle || e->cat == kIo) break;
+    we = e->end;
+  }
+  we = std::max(we, last);
+  o.window_start = ws;
+  o.window_end = we;
+
+  Times t{};
+  for (auto s = std::lower_bound(segs.begin(), segs.end(), ws,
+                                 [](const Segment&x, double v) { return x.end <= v; });
+       s != segs.end() && s->start < we; ++s) {
+    const double d = std::min(we, s->end) - std::max(ws, s->start);
+    if (d > 0) t[s->cat] += d;
+  }
+  const double wall = we - ws;
+  o.responses["t_wall"] = wall;
+  o.responses["t_par_comp"] = par;
+  o.responses["t_seq_comp"] = t[kComputation];
+  o.responses["t_comm"] = t[kTransfer];
+  o.responses["t_sync"] = t[kSyncOp];
+  o.responses["t_idle"] = std::max(0.0, wall - par - t[kComputation] - t[kTransfer] - t[kSyncOp]);
+  o.t_wait = t[kIdle] + t[kSyncWait];
+  o.t_unallocated = t[kUnallocated] + t[kIo] + t[kMemoryIo] + t[kPaused];
+  return o;
+}
+
+std::map<std::string, double> OpalResponses(const Analysis& a) {
+  return AnalyzeOpal(a).responses;
+}
+
+nlohmann::json ToJson(const OpalBreakdown& o) {
+  nlohmann::json j = o.responses;
+  j["p"] = o.p;
+  j["rounds"] = o.rounds;
+  j["steps"] = o.steps;
+  j["window_start_s"] = o.window_start;
+  j["window_end_s"] = o.window_end;
+  j["t_wait"] = o.t_wait;
+  j["t_unallocated"] = o.t_unallocated;
+  j["notes"] = o.notes;
+  return j;
+}
+
+}  // namespace invmw::analysis

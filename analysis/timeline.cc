@@ -1,0 +1,563 @@
+#include "analysis/timeline.h"
+
+#include <otf2/OTF2_Definitions.h>
+#include <otf2/OTF2_Events.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace invmw::analysis {
+
+using invmw::otf2::Trace;
+using invmw::otf2::TraceEvent;
+
+const char* CategoryName(Category c) {
+  static const char* const names[] = {"computation", "transfer",    "idle",
+                                      "sync_wait",   "sync_op",     "io",
+                                      "memory_io",   "unallocated", "paused"};
+  return c < kNumCategories ? names[c] : "?";
+}
+
+double ObservedTotal(const Times& t) {
+  double s = 0;
+  for (int i = 0; i < kNumCategories; ++i)
+    if (i != kPaused) s += t[i];
+  return s;
+}
+
+const char* PhaseSourceName(PhaseSource s) {
+  switch (s) {
+    case PhaseSource::kPcontrol:
+      return "MPI_Pcontrol";
+    case PhaseSource::kUserRegions:
+      return "user regions";
+    case PhaseSource::kWholeRun:
+      return "whole run";
+  }
+  return "?";
+}
+
+namespace {
+
+// What a region means for the mapping, decided once per region definition.
+enum class Kind : uint8_t {
+  kUser,  // not MPI: a user or compiler region (phase names)
+  kP2p,
+  kCollective,
+  kIo,
+  kRma,
+  kOtherMpi,
+  kInit,
+  kFinalize,
+  kPcontrol,
+  kFlush,
+  kPaused,
+};
+
+Kind KindOf(const invmw::otf2::TraceRegion& r) {
+  if (r.name == "invmw:flush") return Kind::kFlush;
+  if (r.name == "invmw:paused") return Kind::kPaused;
+  if (r.paradigm != OTF2_PARADIGM_MPI) return Kind::kUser;
+  if (r.name == "MPI_Init" || r.name == "MPI_Init_thread") return Kind::kInit;
+  if (r.name == "MPI_Finalize") return Kind::kFinalize;
+  if (r.name == "MPI_Pcontrol") return Kind::kPcontrol;
+  switch (r.role) {
+    case OTF2_REGION_ROLE_POINT2POINT:
+      return Kind::kP2p;
+    case OTF2_REGION_ROLE_BARRIER:
+    case OTF2_REGION_ROLE_IMPLICIT_BARRIER:
+    case OTF2_REGION_ROLE_COLL_ONE2ALL:
+    case OTF2_REGION_ROLE_COLL_ALL2ONE:
+    case OTF2_REGION_ROLE_COLL_ALL2ALL:
+    case OTF2_REGION_ROLE_COLL_OTHER:
+      return Kind::kCollective;
+    case OTF2_REGION_ROLE_FILE_IO:
+    case OTF2_REGION_ROLE_FILE_IO_METADATA:
+      return Kind::kIo;
+    case OTF2_REGION_ROLE_RMA:
+      return Kind::kRma;
+    default:
+      return Kind::kOtherMpi;
+  }
+}
+
+// A wait a call may contain: the call cannot have ended its waiting before `until`, the moment
+// `rank` arrived. need_end_after: only counts when the call ended after `until` (late receiver).
+struct WaitCandidate {
+  double until;
+  int32_t rank;
+  bool need_end_after;
+};
+
+// One top-level MPI call (or pause) of a rank.
+struct Call {
+  double start = 0, end = 0;
+  double flush = 0;  // time in invmw:flush inside the call
+  Kind kind = Kind::kOtherMpi;
+  bool p2p_data = false;   // completed or started a message
+  bool coll_done = false;  // completed (part of) a collective
+  bool coll_data = false;  // ... that moved data
+  uint16_t phase = 0;
+  double wait_until = -1;  // resolved wait (-1 none)
+  int32_t wait_rank = -1;
+  Category wait_cat = kIdle;
+};
+
+// One rank's part in one collective operation.
+struct Participation {
+  int32_t rank;
+  uint32_t comm;
+  uint32_t op;
+  int32_t root;  // world rank, -1 none
+  double init;   // entry into the blocking call / the nonblocking initiation
+  bool data;
+  size_t call;  // index of the call that completed it (where its waiting happens)
+  uint64_t seq = 0;
+};
+
+struct PhaseMark {
+  double time;
+  uint16_t phase;
+};
+
+struct RankWork {
+  RankTimeline* tl;
+  std::vector<Call> calls;
+  std::vector<PhaseMark> marks;  // phase changes in time order (first: phase at the start)
+};
+
+// Phase names shared across ranks.
+struct PhaseTable {
+  std::vector<std::string>* names;
+  std::unordered_map<std::string, uint16_t> index;
+  uint16_t Get(const std::string& name) {
+    auto it = index.find(name);
+    if (it != index.end()) return it->second;
+    uint16_t id = uint16_t(names->size());
+    names->push_back(name);
+    index.emplace(name, id);
+    return id;
+  }
+};
+
+// Pass 1 over one location: top-level calls with their point-to-point wait candidates and
+// collective participations; the window; phase marks.
+void ScanLocation(const Trace& t, const std::vector<Kind>& kinds,
+                  const std::vector<int32_t>& msg_of_event, PhaseSource source, PhaseTable& phases,
+                  double default_start, double default_end, RankWork& w,
+                  std::vector<Participation>& parts) {
+  const auto& ev = t.locations[w.tl->location].events;
+  RankTimeline& tl = *w.tl;
+  tl.start = default_start;
+  tl.end = default_end;
+  const size_t parts_begin = parts.size();
+
+  const auto& messages = t.messages;
+  std::unordered_map<uint64_t, int32_t> isend_msg;  // request -> message
+  std::unordered_map<uint64_t, double> nbc_init;    // request -> initiation time
+  std::vector<WaitCandidate> cands;
+  std::vector<Kind> stack;     // regions open inside the current top-level call
+  std::vector<uint32_t> user;  // open user regions outside MPI calls
+  Call cur;
+  bool in_call = false;
+  double flush_start = 0;
+  uint16_t phase = 0;
+  int pcontrol_phases = 0;
+  auto mark = [&](double time, uint16_t p) {
+    if (p == phase && !w.marks.empty()) return;
+    phase = p;
+    w.marks.push_back({time, p});
+  };
+  if (source == PhaseSource::kPcontrol)
+    mark(tl.start, phases.Get("pcontrol 0"));
+  else if (source == PhaseSource::kUserRegions)
+    mark(tl.start, phases.Get("(outside regions)"));
+  else
+    mark(tl.start, phases.Get("run"));
+
+  const size_t n = ev.size();
+  for (size_t i = 0; i < n; ++i) {
+    const TraceEvent& e = ev[i];
+    switch (e.type) {
+      case TraceEvent::kEnter: {
+        const Kind k = e.region < kinds.size() ? kinds[e.region] : Kind::kUser;
+        if (!in_call) {
+          if (k == Kind::kUser) {
+            if (source == PhaseSource::kUserRegions && user.empty())
+              mark(e.time, phases.Get(t.regions[e.region].name));
+            user.push_back(e.region);
+            break;
+          }
+          in_call = true;
+          cur = Call();
+          cur.start = e.time;
+          cur.kind = k;
+          cur.phase = phase;
+          cands.clear();
+          stack.assign(1, k);
+        } else {
+          if (k == Kind::kFlush) flush_start = e.time;
+          stack.push_back(k);
+        }
+        break;
+      }
+      case TraceEvent::kLeave: {
+        if (!in_call) {
+          if (!user.empty()) {
+            user.pop_back();
+            if (source == PhaseSource::kUserRegions && user.empty())
+              mark(e.time, phases.Get("(outside regions)"));
+          }
+          break;
+        }
+        const Kind k = stack.back();
+        stack.pop_back();
+        if (k == Kind::kFlush) cur.flush += e.time - flush_start;
+        if (!stack.empty()) break;
+        in_call = false;
+        cur.end = e.time;
+        for (const auto& c : cands) {
+          if (c.until <= cur.start || (c.need_end_after && cur.end <= c.until)) continue;
+          const double u = std::min(c.until, cur.end);
+          if (u > cur.wait_until) {
+            cur.wait_until = u;
+            cur.wait_rank = c.rank;
+            cur.wait_cat = kIdle;
+          }
+        }
+        if (cur.kind == Kind::kInit) {
+          tl.start = cur.end;
+          // Anything before the end of MPI_Init lies outside the window.
+          w.calls.clear();
+          parts.resize(parts_begin);
+          w.marks.front().time = tl.start;
+          break;
+        }
+        if (cur.kind == Kind::kFinalize) {
+          tl.end = cur.start;
+          i = n;  // nothing after MPI_Finalize is analysed
+          break;
+        }
+        w.calls.push_back(cur);
+        if (cur.kind == Kind::kPcontrol && source == PhaseSource::kPcontrol) {
+          // MPI_Pcontrol(0) is followed at once by the paused region; it pauses, it does not
+          // start a phase.
+          const bool pauses = i + 1 < n && ev[i + 1].type == TraceEvent::kEnter &&
+                              ev[i + 1].region < kinds.size() &&
+                              kinds[ev[i + 1].region] == Kind::kPaused;
+          if (!pauses) mark(e.time, phases.Get("pcontrol " + std::to_string(++pcontrol_phases)));
+        }
+        break;
+      }
+      case TraceEvent::kMpiSend: {
+        if (!in_call) break;
+        const int32_t m = msg_of_event[i];
+        cur.p2p_data = true;
+        ++tl.messages_sent;
+        tl.bytes_sent += e.bytes;
+        if (m >= 0) cands.push_back({messages[m].recv_post_time, messages[m].dst, true});
+        break;
+      }
+      case TraceEvent::kMpiIsend: {
+        if (in_call) cur.p2p_data = true;
+        ++tl.messages_sent;
+        tl.bytes_sent += e.bytes;
+        if (msg_of_event[i] >= 0) isend_msg[e.request] = msg_of_event[i];
+        break;
+      }
+      case TraceEvent::kMpiIsendComplete: {
+        if (!in_call) break;
+        cur.p2p_data = true;
+        auto it = isend_msg.find(e.request);
+        if (it == isend_msg.end()) break;
+        const auto& m = messages[it->second];
+        cands.push_back({m.recv_post_time, m.dst, true});
+        isend_msg.erase(it);
+        break;
+      }
+      case TraceEvent::kMpiRecv:
+      case TraceEvent::kMpiIrecv: {
+        if (!in_call) break;
+        cur.p2p_data = true;
+        const int32_t m = msg_of_event[i];
+        if (m >= 0) cands.push_back({messages[m].send_time, messages[m].src, false});
+        break;
+      }
+      case TraceEvent::kNonBlockingCollectiveRequest:
+        nbc_init[e.request] = in_call ? cur.start : e.time;
+        break;
+      case TraceEvent::kMpiCollectiveEnd:
+      case TraceEvent::kNonBlockingCollectiveComplete: {
+        if (!in_call) break;
+        double init = cur.start;
+        if (e.type == TraceEvent::kNonBlockingCollectiveComplete) {
+          auto it = nbc_init.find(e.request);
+          if (it != nbc_init.end()) {
+            init = it->second;
+            nbc_init.erase(it);
+          }
+        }
+        const bool data = e.bytes + e.bytes_recv > 0;
+        cur.coll_done = true;
+        cur.coll_data = cur.coll_data || data;
+        parts.push_back({tl.rank, e.comm, e.coll_op, e.peer, init, data, w.calls.size()});
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (tl.end < tl.start) tl.end = tl.start;
+  if (in_call) {  // a call still open at the end of a partial trace
+    cur.end = ev.back().time;
+    if (cur.kind != Kind::kFinalize && cur.kind != Kind::kInit) w.calls.push_back(cur);
+  }
+}
+
+bool OneToAll(uint32_t op) {
+  return op == OTF2_COLLECTIVE_OP_BCAST || op == OTF2_COLLECTIVE_OP_SCATTER ||
+         op == OTF2_COLLECTIVE_OP_SCATTERV;
+}
+bool AllToOne(uint32_t op) {
+  return op == OTF2_COLLECTIVE_OP_GATHER || op == OTF2_COLLECTIVE_OP_GATHERV ||
+         op == OTF2_COLLECTIVE_OP_REDUCE;
+}
+
+// Collective instances: per communicator, the k-th collective a rank initiated is everyone's k-th.
+void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
+                      std::vector<Participation>& parts, std::map<int32_t, RankWork*>& work,
+                      Timelines& out) {
+  std::stable_sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
+    if (a.comm != b.comm) return a.comm < b.comm;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.init < b.init;
+  });
+  for (size_t i = 0; i < parts.size(); ++i)
+    parts[i].seq =
+        (i > 0 && parts[i - 1].comm == parts[i].comm && parts[i - 1].rank == parts[i].rank)
+            ? parts[i - 1].seq + 1
+            : 0;
+  std::stable_sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
+    if (a.comm != b.comm) return a.comm < b.comm;
+    return a.seq < b.seq;
+  });
+  for (size_t i = 0; i < parts.size();) {
+    size_t j = i;
+    while (j < parts.size() && parts[j].comm == parts[i].comm && parts[j].seq == parts[i].seq) ++j;
+    ++out.collective_instances;
+    // The last arrival, and the root's arrival for rooted operations.
+    double last = -1, root_arrival = -1;
+    int32_t last_rank = -1;
+    int32_t root = -1;
+    for (size_t k = i; k < j && root < 0; ++k) root = parts[k].root;
+    for (size_t k = i; k < j; ++k) {
+      if (parts[k].init > last) last = parts[k].init, last_rank = parts[k].rank;
+      if (parts[k].rank == root) root_arrival = parts[k].init;
+    }
+    if (auto c = comms.find(parts[i].comm); c != comms.end() && j - i < c->second.members.size())
+      ++out.incomplete_collectives;
+    for (size_t k = i; k < j; ++k) {
+      const Participation& p = parts[k];
+      double until = -1;
+      int32_t who = -1;
+      if (OneToAll(p.op) && p.root >= 0) {
+        if (p.rank != p.root && root_arrival >= 0) until = root_arrival, who = p.root;
+      } else if (AllToOne(p.op) && p.root >= 0) {
+        if (p.rank == p.root) until = last, who = last_rank;
+      } else {
+        until = last, who = last_rank;
+      }
+      auto it = work.find(p.rank);
+      if (it == work.end() || who < 0 || who == p.rank) continue;
+      Call& c = it->second->calls[p.call];
+      if (until <= c.start) continue;
+      const double u = std::min(until, c.end);
+      if (u > c.wait_until) {
+        c.wait_until = u;
+        c.wait_rank = who;
+        c.wait_cat = kSyncWait;
+      }
+    }
+    i = j;
+  }
+}
+
+// Pass 2: calls and the gaps between them as segments.
+void Segments(RankWork& w) {
+  RankTimeline& tl = *w.tl;
+  auto& segs = tl.segments;
+  segs.clear();
+  segs.reserve(w.calls.size() * 2 + w.marks.size() + 1);
+  size_t mi = 0;  // next phase mark
+  uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
+  auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1, double jt = 0) {
+    if (b <= a) return;
+    Segment s;
+    s.start = a;
+    s.end = b;
+    s.cat = c;
+    s.phase = ph;
+    s.jump_rank = jr;
+    s.jump_time = jt;
+    segs.push_back(s);
+  };
+  // Computation from a to b, cut where the phase changes.
+  auto gap = [&](double a, double b) {
+    while (mi < w.marks.size() && w.marks[mi].time <= b) {
+      const double m = std::max(a, w.marks[mi].time);
+      add(a, m, kComputation, phase);
+      a = m;
+      phase = w.marks[mi].phase;
+      ++mi;
+    }
+    add(a, b, kComputation, phase);
+  };
+  double t = tl.start;
+  for (const Call& c : w.calls) {
+    const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
+    if (e <= s) continue;
+    gap(t, s);
+    ++tl.calls;
+    double a = s;
+    if (c.wait_until > a && c.wait_rank >= 0) {
+      const double u = std::min(c.wait_until, e);
+      add(a, u, c.wait_cat, c.phase, c.wait_rank, u);
+      a = u;
+    }
+    const double flush = std::min(c.flush, e - a);
+    const double b = e - flush;
+    Category rest = kUnallocated;
+    switch (c.kind) {
+      case Kind::kP2p:
+      case Kind::kRma:
+        rest = kTransfer;
+        break;
+      case Kind::kCollective:
+        rest = c.coll_data ? kTransfer : kSyncOp;
+        break;
+      case Kind::kIo:
+        rest = kIo;
+        break;
+      case Kind::kPaused:
+        rest = kPaused;
+        break;
+      default:
+        rest = kUnallocated;
+    }
+    // A completion call (Wait*) finishing a nonblocking collective and no message.
+    if (c.coll_done && !c.p2p_data && c.kind == Kind::kP2p)
+      rest = c.coll_data ? kTransfer : kSyncOp;
+    add(a, b, rest, c.phase);
+    add(b, e, kUnallocated, c.phase);
+    t = e;
+  }
+  gap(t, tl.end);
+}
+
+}  // namespace
+
+Timelines BuildTimelines(const Trace& t,
+                         const std::map<int32_t, std::pair<double, double>>& windows) {
+  Timelines out;
+  std::vector<Kind> kinds;
+  kinds.reserve(t.regions.size());
+  bool any_pcontrol = false, any_user = false;
+  for (const auto& r : t.regions) {
+    kinds.push_back(KindOf(r));
+    any_pcontrol = any_pcontrol || kinds.back() == Kind::kPcontrol;
+    any_user = any_user || kinds.back() == Kind::kUser;
+  }
+  // Region definitions can exist without calls; phases need actual calls or visits.
+  std::vector<int32_t> main_loc;
+  for (const auto& [rank, locs] : t.locations_of_rank) {
+    if (rank < 0 || locs.empty()) continue;
+    size_t best = locs[0];
+    for (size_t l : locs)
+      if (t.locations[l].id < t.locations[best].id) best = l;
+    for (size_t l : locs)
+      if (l != best) out.other_thread_events += t.locations[l].events.size();
+    main_loc.push_back(int32_t(best));
+  }
+  // Default windows: the earliest timestamp of the trace to each rank's last sign of life.
+  double earliest = std::numeric_limits<double>::infinity();
+  std::map<int32_t, double> last_seen;
+  for (const auto& l : t.locations)
+    if (!l.events.empty()) {
+      earliest = std::min(earliest, l.events.front().time);
+      last_seen[l.rank] =
+          std::max(last_seen.count(l.rank) ? last_seen[l.rank] : -1e300, l.events.back().time);
+    }
+  for (const auto& m : t.metric_locations)
+    if (!m.samples.empty()) {
+      earliest = std::min(earliest, m.samples.front().time);
+      last_seen[m.rank] =
+          std::max(last_seen.count(m.rank) ? last_seen[m.rank] : -1e300, m.samples.back().time);
+    }
+  if (!std::isfinite(earliest)) earliest = 0;
+  std::map<int32_t, std::pair<double, double>> sampled;  // first and last own metric sample
+  for (const auto& m : t.metric_locations)
+    if (m.samples.size() >= 2) sampled[m.rank] = {m.samples.front().time, m.samples.back().time};
+  bool used_pcontrol = false, used_user = false;
+  if (any_pcontrol || any_user)
+    for (int32_t l : main_loc)
+      for (const auto& e : t.locations[l].events)
+        if (e.type == TraceEvent::kEnter && e.region < kinds.size()) {
+          used_pcontrol = used_pcontrol || kinds[e.region] == Kind::kPcontrol;
+          used_user = used_user || kinds[e.region] == Kind::kUser;
+        }
+  out.phase_source = used_pcontrol ? PhaseSource::kPcontrol
+                     : used_user   ? PhaseSource::kUserRegions
+                                   : PhaseSource::kWholeRun;
+  PhaseTable phases{&out.phase_names, {}};
+
+  // Message index of each send/receive event on the analysed locations.
+  std::vector<std::vector<int32_t>> msg_of_event(t.locations.size());
+  for (int32_t l : main_loc) msg_of_event[l].assign(t.locations[l].events.size(), -1);
+  for (size_t m = 0; m < t.messages.size(); ++m) {
+    const auto& msg = t.messages[m];
+    if (!msg_of_event[msg.send_loc].empty())
+      msg_of_event[msg.send_loc][msg.send_event] = int32_t(m);
+    if (!msg_of_event[msg.recv_loc].empty())
+      msg_of_event[msg.recv_loc][msg.recv_event] = int32_t(m);
+  }
+
+  out.ranks.resize(main_loc.size());
+  std::vector<RankWork> work(main_loc.size());
+  std::map<int32_t, RankWork*> by_rank;
+  std::vector<Participation> parts;
+  for (size_t i = 0; i < main_loc.size(); ++i) {
+    out.ranks[i].rank = t.locations[main_loc[i]].rank;
+    out.ranks[i].location = size_t(main_loc[i]);
+    work[i].tl = &out.ranks[i];
+    out.events += t.locations[main_loc[i]].events.size();
+    const int32_t rank = out.ranks[i].rank;
+    double start = earliest, end = last_seen.count(rank) ? last_seen[rank] : earliest;
+    if (auto it = sampled.find(rank); it != sampled.end()) {
+      // The sampler starts as MPI_Init returns and takes its last sample as MPI_Finalize begins.
+      start = it->second.first;
+      end = std::max(it->second.second, end);
+    } else if (auto jt = windows.find(rank); jt != windows.end()) {
+      start = jt->second.first;
+      if (jt->second.second >= 0) end = jt->second.second;
+    }
+    ScanLocation(t, kinds, msg_of_event[main_loc[i]], out.phase_source, phases, start, end, work[i],
+                 parts);
+    by_rank[out.ranks[i].rank] = &work[i];
+  }
+  MatchCollectives(t.comms, parts, by_rank, out);
+  int32_t max_rank = 0;
+  for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
+  out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
+  for (auto& w : work) {
+    Segments(w);
+    for (const auto& s : w.tl->segments)
+      if (s.jump_rank >= 0 && s.jump_rank <= max_rank)
+        out.wait_caused[s.jump_rank] += s.end - s.start;
+  }
+  return out;
+}
+
+}  // namespace invmw::analysis
