@@ -1,0 +1,293 @@
+// `invmw platform exec | slot | list | cleanup`: run commands on emulated clusters.
+// (`platform show` and `platform compare`, the fitter's parameter tables, live in fitter/.)
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/verb.h"
+#include "platforms/emulate/cpu_slots.h"
+#include "platforms/emulate/platform.h"
+#include "platforms/emulate/session.h"
+
+namespace invmw::emulate {
+namespace {
+
+using invmw::cli::Args;
+using invmw::cli::Fail;
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+std::string Summary(const Platform& p, int ranks) {
+  std::string s;
+  if (p.HasQuota()) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld us)", ranks,
+                  p.cpu_quota * 100, static_cast<long long>(p.period_us));
+    s = buf;
+  } else if (p.nodes > 0) {
+    s = std::to_string(p.nodes) + " node(s), no CPU quota";
+  } else {
+    s = "no CPU quota";
+  }
+  switch (p.network) {
+    case Network::kHost:
+      s += ", host network";
+      break;
+    case Network::kShm:
+      s += ", shared memory";
+      break;
+    case Network::kTcp:
+      s += ", TCP over a namespace loopback" +
+           (p.rate_bps
+                ? " limited to " + p.rate_text + " (burst " + std::to_string(p.burst_bytes) + " B)"
+                : std::string(" (unlimited)"));
+      break;
+  }
+  return s;
+}
+
+int ReportStale(const std::vector<StaleResource>& stale) {
+  int failed = 0;
+  for (const auto& r : stale) {
+    if (r.removed) {
+      std::fprintf(stderr, "invmw: removed stale %s %s (its run is gone)\n", r.kind.c_str(),
+                   r.name.c_str());
+    } else {
+      std::fprintf(stderr, "invmw: warning: could not remove stale %s %s: %s\n", r.kind.c_str(),
+                   r.name.c_str(), r.error.c_str());
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+int RunExec(int argc, char** argv) {
+  bool done = false, print_launcher = false, verbose = false;
+  std::string ranks_text;
+  std::vector<std::string> pos, cmd;
+  Args args(
+      "invmw platform exec [options] NAME|FILE -- COMMAND [ARGS...]\n"
+      "       invmw platform exec --print-launcher NAME|FILE",
+      "Runs COMMAND (normally an mpirun line) on a run platform and returns its exit\n"
+      "status. An emulated platform is set up first: one cgroup per rank slot with the\n"
+      "platform's CPU quota, and for network = \"tcp\" a network namespace whose loopback\n"
+      "is rate-limited by a token bucket; COMMAND runs inside that namespace. Everything is\n"
+      "removed afterwards, also when COMMAND fails or invmw gets SIGINT/SIGTERM/SIGHUP\n"
+      "(passed on to COMMAND). Leftovers of killed runs (their owner process is gone) are\n"
+      "removed at every start.\n\n"
+      "Each rank must join its slot: put `invmw platform slot --` before the program in\n"
+      "the launcher line. COMMAND gets the platform's MPI settings as OMPI_MCA_* variables\n"
+      "too; --print-launcher prints them as mpirun options, for the record.");
+  args.Option("--ranks", "N", &ranks_text, "rank slots to set up (default: the platform's nodes)")
+      .Flag("--print-launcher", &print_launcher,
+            "print the mpirun options the platform needs and exit")
+      .Flag("--verbose", &verbose, "say what is set up and removed")
+      .Positional("NAME|FILE", &pos, 1, 1)
+      .Rest("COMMAND", &cmd, "the command to run on the platform")
+      .Epilog(
+          "examples:\n"
+          "  invmw platform exec emu-4x50-100mbit -- mpirun -np 4 \\\n"
+          "      $(invmw platform exec --print-launcher emu-4x50-100mbit) \\\n"
+          "      invmw platform slot -- ./app\n"
+          "  invmw platform exec emu-8x25-shm --ranks 8 -- invmw run --trace -- \\\n"
+          "      mpirun -np 8 invmw platform slot -- ./app\n\n"
+          "exit status: COMMAND's; 125 when the platform cannot be set up here. Killed by a\n"
+          "signal, invmw ends by the same signal after the teardown.");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  Platform p;
+  try {
+    p = LoadPlatform(pos[0]);
+  } catch (const PlatformError& e) {
+    return Fail(e.what());
+  }
+  if (print_launcher) {
+    if (!cmd.empty()) return Fail("--print-launcher takes no command");
+    std::printf("%s\n", Join(LauncherOptions(p)).c_str());
+    return 0;
+  }
+  if (cmd.empty()) return Fail("no command: put it after `--` (see --help)");
+  int ranks = 0;
+  if (!ranks_text.empty()) {
+    char* end = nullptr;
+    long v = std::strtol(ranks_text.c_str(), &end, 10);
+    if (!end || *end || v < 1 || v > 1024)
+      return Fail("--ranks: expected an integer from 1 to 1024, got '" + ranks_text + "'");
+    ranks = static_cast<int>(v);
+  }
+
+  // Signals that arrive during set-up or teardown must not leave resources behind: hold them
+  // until the command runs (Exec passes them on) and re-raise after the teardown.
+  sigset_t term, old;
+  sigemptyset(&term);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&term, s);
+  sigprocmask(SIG_BLOCK, &term, &old);
+
+  int status = 0;
+  ExecResult result;
+  try {
+    if (p.NeedsRoot() || geteuid() == 0) ReportStale(RemoveStale(false));
+    Session session(p, ranks);
+    unsigned cores = std::thread::hardware_concurrency();
+    if (p.HasQuota() && cores && session.ranks() * p.cpu_quota > cores + 1e-9)
+      std::fprintf(stderr,
+                   "invmw: warning: %d ranks x %.0f%% exceed the %u cores here: the virtual "
+                   "nodes time-share\n",
+                   session.ranks(), p.cpu_quota * 100, cores);
+    if (verbose)
+      std::fprintf(stderr, "invmw: platform %s: %s%s%s\n", p.name.c_str(),
+                   Summary(p, session.ranks()).c_str(), p.NeedsRoot() ? ", resources " : "",
+                   p.NeedsRoot() ? session.name().c_str() : "");
+    session.Setup();
+    result = session.Exec(cmd);
+    if (p.HasQuota() && !session.slots_seen() && session.exec_seconds() > 1 && !result.interrupted)
+      std::fprintf(stderr,
+                   "invmw: warning: no process was seen in a CPU slot of %s: did the launcher "
+                   "line put `invmw platform slot --` before the program?\n",
+                   p.name.c_str());
+    std::string err;
+    if (!session.Teardown(&err)) std::fprintf(stderr, "invmw: warning: %s\n", err.c_str());
+    if (verbose) std::fprintf(stderr, "invmw: platform %s removed\n", session.name().c_str());
+    status = result.wait_status;
+  } catch (const PlatformError& e) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    std::fprintf(stderr, "invmw: error: %s\n", e.what());
+    return 125;
+  }
+  int sig = result.interrupted ? result.interrupted : WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (sig) {
+    // End the way the command (or our caller's signal) would have us end.
+    signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    raise(sig);
+    return 128 + sig;
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+// The rank's slot number from the launcher's environment.
+bool RankFromEnvironment(int* rank, std::string* source) {
+  for (const char* var : {"INVMW_EMULATE_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = getenv(var);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    long r = std::strtol(v, &end, 10);
+    if (*end || r < 0) continue;
+    *rank = static_cast<int>(r);
+    *source = var;
+    return true;
+  }
+  return false;
+}
+
+int RunSlot(int argc, char** argv) {
+  bool done = false;
+  std::vector<std::string> cmd;
+  Args args("invmw platform slot -- PROGRAM [ARGS...]",
+            "Rank wrapper for emulated platforms: moves this process into the CPU slot of its\n"
+            "rank (cgroup with the platform's quota) and exec's PROGRAM, so the program and every\n"
+            "thread it starts run inside the quota. The rank comes from INVMW_EMULATE_RANK,\n"
+            "OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK; the slots from `invmw platform exec`\n"
+            "(INVMW_EMULATE_GROUP). Outside an emulated platform it just runs PROGRAM.");
+  args.Rest("PROGRAM", &cmd, "the rank's program and its arguments")
+      .Epilog("example:\n  mpirun -np 4 invmw platform slot -- ./app input.dat");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  if (cmd.empty()) return Fail("no program: put it after `--` (see --help)");
+  const char* group = getenv(kEnvGroup);
+  if (group && *group) {
+    int rank = 0;
+    std::string source;
+    if (!RankFromEnvironment(&rank, &source))
+      return Fail(
+          "cannot tell this process's rank: none of INVMW_EMULATE_RANK, OMPI_COMM_WORLD_RANK, "
+          "PMIX_RANK, PMI_RANK is set (is the launcher an MPI launcher?)");
+    const char* slots = getenv(kEnvSlots);
+    if (slots && rank >= std::atoi(slots))
+      return Fail("rank " + std::to_string(rank) + " (" + source +
+                  ") has no CPU slot: `platform exec` set up " + slots + " (use --ranks)");
+    try {
+      JoinSlot(group, rank);
+    } catch (const PlatformError& e) {
+      return Fail(e.what());
+    }
+  } else if (!getenv(kEnvPlatform)) {
+    std::fprintf(stderr,
+                 "invmw: warning: `platform slot` outside `invmw platform exec`: %s runs without "
+                 "a CPU quota\n",
+                 cmd[0].c_str());
+  }
+  std::vector<char*> cargv;
+  for (auto& a : cmd) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  execvp(cargv[0], cargv.data());
+  Fail("cannot run " + cmd[0] + ": " + std::strerror(errno));
+  return 127;
+}
+
+int RunList(int argc, char** argv) {
+  bool done = false, verbose = false;
+  Args args("invmw platform list [--verbose]",
+            "Lists the run platforms (platforms/emulated/*.toml, or $INVMW_EMULATE_DIR) with\n"
+            "what each sets up. Not to be confused with `invmw platform show`, which prints\n"
+            "the fitter's platform parameter tables.");
+  args.Flag("--verbose", &verbose, "also print descriptions, caveats and mpirun options");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  std::printf("run platforms in %s:\n", PlatformsDir().c_str());
+  int bad = 0;
+  for (const auto& n : ListPlatforms()) {
+    try {
+      Platform p = LoadPlatform(n);
+      std::printf("  %-18s %s\n", p.name.c_str(), Summary(p, p.nodes).c_str());
+      if (verbose) {
+        std::printf("  %-18s %s\n", "", p.description.c_str());
+        if (!p.caveat.empty()) std::printf("  %-18s caveat: %s\n", "", p.caveat.c_str());
+        auto o = LauncherOptions(p);
+        if (!o.empty()) std::printf("  %-18s mpirun %s\n", "", Join(o).c_str());
+      }
+    } catch (const PlatformError& e) {
+      std::printf("  %-18s INVALID: %s\n", n.c_str(), e.what());
+      ++bad;
+    }
+  }
+  return bad ? 1 : 0;
+}
+
+int RunCleanup(int argc, char** argv) {
+  bool done = false, all = false;
+  Args args("invmw platform cleanup [--all]",
+            "Removes the cgroups and network namespaces named invmw-* that killed runs left\n"
+            "behind (their owner process is gone), killing processes still inside them. Runs\n"
+            "still going on keep theirs. `platform exec` does this at every start.");
+  args.Flag("--all", &all,
+            "remove every invmw-* cgroup and namespace, also those of live runs (only when no "
+            "run is going on)");
+  if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
+  if (geteuid() != 0) return Fail("cleanup removes cgroups and network namespaces: run as root");
+  auto stale = RemoveStale(all);
+  int failed = ReportStale(stale);
+  if (stale.empty()) std::fprintf(stderr, "invmw: nothing to clean\n");
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+INVMW_VERB("platform exec", "run a command on a run platform (emulated cluster or local)", RunExec);
+INVMW_VERB("platform slot", "rank wrapper: join the rank's CPU slot, then exec the program",
+           RunSlot);
+INVMW_VERB("platform list", "list the run platforms (platforms/emulated)", RunList);
+INVMW_VERB("platform cleanup", "remove cgroups/namespaces left by killed platform runs",
+           RunCleanup);
+
+}  // namespace invmw::emulate

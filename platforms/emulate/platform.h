@@ -1,0 +1,101 @@
+// A run platform: where the ranks of a design point actually run.
+//
+// These machines have 2 cores, so a run with more ranks than cores measures time-sharing, not
+// parallelism. An emulated platform turns the machine into N virtual nodes instead: every rank
+// gets its own CPU quota (a fraction of one core, enforced by a cgroup), and the ranks talk
+// either over shared memory or over TCP on the loopback of a private network namespace whose
+// rate is limited by a token bucket. The platform `local` runs the command as it is.
+//
+// A platform is described by a TOML file in platforms/emulated/ (see docs/platforms.md):
+//
+//   name = "emu-4x50-100mbit"
+//   description = "..."
+//   nodes = 4               # virtual nodes = rank slots
+//   cpu_quota = 0.5         # fraction of a core per rank; absent or 0: no quota
+//   period_us = 10000       # CFS period; default 10 ms (measured best, docs/platforms.md)
+//   network = "tcp"         # "shm", "tcp" or "host" (local: the machine's own)
+//   rate = "100mbit"        # tcp only; absent: unlimited loopback
+//   burst = "80kb"          # token bucket depth, must exceed the loopback MTU
+//   queue = "50ms"          # longest a packet may wait in the bucket's queue
+//   caveat = "..."          # required with a rate: the shared-medium caveat
+//   yield_when_idle = false # MPI yields while polling (default false: measured worse)
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace invmw::emulate {
+
+// Any problem with a platform description or its use; the message names the file, the line and
+// the field where there is one.
+class PlatformError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Network { kHost, kShm, kTcp };
+
+// The kernel rejects CFS quotas and periods below 1 ms (cgroup v1 and v2 alike).
+constexpr int64_t kMinCfsUs = 1000;
+constexpr int64_t kMaxCfsPeriodUs = 1000000;
+// The period a platform gets unless it names one (see platform.cc and docs/platforms.md).
+constexpr int64_t kDefaultPeriodUs = 10000;
+// The loopback MTU: a token bucket shallower than one packet never lets a packet through.
+constexpr int64_t kLoopbackMtu = 65536;
+
+struct Platform {
+  std::string name;
+  std::string description;
+  std::string caveat;
+  std::string path;      // the file it came from ("" for a built-in)
+  int nodes = 0;         // rank slots; 0 = unbounded (local)
+  double cpu_quota = 0;  // fraction of one core per rank; 0 = no quota
+  int64_t period_us = 0;
+  Network network = Network::kHost;
+  int64_t rate_bps = 0;   // bits per second; 0 = unlimited
+  std::string rate_text;  // as written, for messages
+  int64_t burst_bytes = 0;
+  int64_t queue_us = 0;
+  // Ask the MPI to yield the CPU while it polls for messages (Open MPI mpi_yield_when_idle).
+  // Polling ranks burn their quota and are then throttled, but yielding measured worse than
+  // polling here (docs/platforms.md), so it is off unless a platform asks for it.
+  bool yield_when_idle = false;
+
+  bool HasQuota() const { return cpu_quota > 0; }
+  bool HasNamespace() const { return network == Network::kTcp; }
+  bool NeedsRoot() const { return HasQuota() || HasNamespace(); }
+  // Quota per slot in microseconds of CPU per period.
+  int64_t QuotaUs() const;
+  // Cores the platform uses when every slot is busy (nodes x quota).
+  double TotalCores() const { return nodes * cpu_quota; }
+};
+
+// Directory of the shipped platform files: $INVMW_EMULATE_DIR, else the installed
+// share/invmw/emulated next to the executable, else the source tree's platforms/emulated.
+std::string PlatformsDir();
+
+// Loads a platform by name (a file NAME.toml in PlatformsDir(), or the built-in "local") or by
+// path (anything with a '/' or ending in .toml). Throws PlatformError.
+Platform LoadPlatform(const std::string& name_or_path);
+
+// Parses a platform description; `source` names it in messages. Throws PlatformError.
+Platform ParsePlatform(const std::string& text, const std::string& source);
+
+// Names of the platforms in PlatformsDir() (plus "local" when no file shadows it), sorted.
+std::vector<std::string> ListPlatforms();
+
+// "100mbit", "1gbit", "10mbit", "500kbit", "1.5gbit", "12500000bit" -> bits per second.
+bool ParseRate(const std::string& s, int64_t* bps);
+// "80kb", "65537", "1mb", "96k" -> bytes (k = 1024, as tc reads it).
+bool ParseBytes(const std::string& s, int64_t* bytes);
+
+// Open MPI mpirun options the platform needs, in order (what --print-launcher prints).
+std::vector<std::string> LauncherOptions(const Platform& p);
+// The same settings as environment variables that `platform exec` exports to the command, so a
+// launcher started without the options still runs on the platform (name, value).
+std::vector<std::pair<std::string, std::string>> LauncherEnvironment(const Platform& p);
+
+}  // namespace invmw::emulate

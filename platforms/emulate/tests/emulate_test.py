@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Tests of the emulated run platforms on the real kernel (root, cgroups, network namespaces).
+
+Each test runs `invmw platform exec` on shipped platforms, asserts on measured times, and checks
+that nothing named after its own exec processes (invmw-<pid>-*) is left behind. Exits 77 (CTest
+SKIP_RETURN_CODE) with the reason when the machine cannot run emulated platforms.
+
+  emulate_test.py --invmw PATH --bin DIR TEST
+TEST: quota | scaling | tcp_rate | cleanup | mpi_rate | pingpong
+"""
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+CPU_ROOTS = []  # mount points of the hierarchy with the cpu controller
+failures = []
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def need(netns=False):
+    """Skips unless root, a cgroup cpu controller with CFS bandwidth, and (netns) ip netns."""
+    if os.geteuid() != 0:
+        skip("emulated platforms need root (cgroups, network namespaces)")
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, fstype, opts = line.split()[:4]
+            if fstype == "cgroup" and "cpu" in opts.split(","):
+                if os.path.exists(mnt + "/cpu.cfs_quota_us"):
+                    CPU_ROOTS.append(mnt)
+            elif fstype == "cgroup2":
+                try:
+                    with open(mnt + "/cgroup.controllers") as c:
+                        if "cpu" in c.read().split():
+                            CPU_ROOTS.append(mnt)
+                except OSError:
+                    pass
+    if not CPU_ROOTS:
+        skip("no cgroup hierarchy with the cpu controller (CFS bandwidth) is mounted")
+    if netns:
+        if not os.path.exists("/proc/self/ns/net"):
+            skip("the kernel has no network namespaces")
+        if subprocess.run(["ip", "-V"], capture_output=True).returncode != 0:
+            skip("no `ip` tool (iproute2)")
+
+
+def resources(pid=None):
+    """invmw-* cgroups and namespaces (of exec process `pid` only, when given)."""
+    prefix = "invmw-" if pid is None else f"invmw-{pid}-"
+    found = []
+    for root in CPU_ROOTS:
+        found += [f"cgroup {n}" for n in os.listdir(root) if n.startswith(prefix)]
+    if os.path.isdir("/run/netns"):
+        found += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(prefix)]
+    return found
+
+
+def exec_cmd(args, platform, cmd, ranks=None):
+    c = [args.invmw, "platform", "exec", platform]
+    if ranks:
+        c += ["--ranks", str(ranks)]
+    return c + ["--"] + cmd
+
+
+def mpirun(args, platform, np, prog):
+    opts = subprocess.run([args.invmw, "platform", "exec", "--print-launcher", platform],
+                          capture_output=True, text=True, check=True).stdout.split()
+    return ["mpirun", "-np", str(np)] + opts + [args.invmw, "platform", "slot", "--"] + prog
+
+
+def run_exec(args, platform, cmd, ranks=None, timeout=120):
+    p = subprocess.Popen(exec_cmd(args, platform, cmd, ranks), env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.terminate()  # exec tears the platform down on SIGTERM
+        out, err = p.communicate(timeout=30)
+        check(False, f"exec {p.pid} finished within {timeout} s")
+    if err.strip():
+        print(err.strip())
+    check(resources(p.pid) == [], f"nothing of exec {p.pid} left: {resources(p.pid)}")
+    return p.returncode, out
+
+
+def burn_seconds(args, platform, np, units):
+    if platform == "local":
+        cmd = ["mpirun", "-np", str(np), os.path.join(args.bin, "emu_burn"), "--units", str(units)]
+        out = subprocess.run(cmd, env=ENV, capture_output=True, text=True, check=True).stdout
+    else:
+        rc, out = run_exec(args, platform,
+                           mpirun(args, platform, np,
+                                  [os.path.join(args.bin, "emu_burn"), "--units", str(units)]),
+                           ranks=np)
+        if rc != 0:
+            check(False, f"emu_burn on {platform} exited {rc}")
+            return float("nan")
+    m = re.search(r"seconds ([0-9.]+) ranks (\d+)", out)
+    check(m is not None and int(m.group(2)) == np, f"emu_burn printed its time ({out.strip()})")
+    return float(m.group(1)) if m else float("nan")
+
+
+def units_for(args, seconds):
+    """Work units that take about `seconds` on a full core of this machine."""
+    t = burn_seconds(args, "emu-2x100-shm", 1, 50)
+    return max(20, int(50 * seconds / t))
+
+
+def test_quota(args):
+    need()
+    units = units_for(args, 0.4)
+    # The unlimited reference runs on a whole core with the same scheduling priority as the
+    # emulated ranks (emu-2x100-shm), so that other work on a shared machine does not inflate it.
+    free = burn_seconds(args, "emu-2x100-shm", 1, units)
+    limited = burn_seconds(args, "emu-8x25-shm", 1, units)
+    ratio = limited / free
+    print(f"1 rank: a full core {free:.3f} s, at 25% (period 10 ms) {limited:.3f} s, "
+          f"ratio {ratio:.2f} ({units} units)")
+    check(free > 20 * 0.010, f"the load ({free:.2f} s) is much longer than the 10 ms period")
+    check(3.2 <= ratio <= 4.8, f"25% quota slows one rank by 3.2-4.8x (got {ratio:.2f})")
+
+
+def test_scaling(args):
+    need()
+    units = units_for(args, 0.4)
+    one = burn_seconds(args, "emu-8x25-shm", 1, units)
+    four = burn_seconds(args, "emu-8x25-shm", 4, units)
+    speedup = one / four
+    print(f"fixed load at 25% per rank: 1 rank {one:.3f} s, 4 ranks {four:.3f} s, "
+          f"speedup {speedup:.2f}")
+    check(speedup >= 3.0, f"4 ranks at 25% run >= 3x faster than 1 (got {speedup:.2f})")
+
+
+# The transfer: a receiver and a sender, two processes in two CPU slots of the namespace.
+TRANSFER = r"""
+import socket, sys, time
+role, port, nbytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if role == "recv":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(1)
+    open(sys.argv[4], "w").close()  # listening
+    c, _ = s.accept(); got = 0; t0 = None
+    while got < nbytes:
+        b = c.recv(1 << 20)
+        if not b: break
+        if t0 is None: t0 = time.monotonic()
+        got += len(b)
+    c.sendall(b"k"); t = time.monotonic() - t0
+    print(f"received {got} seconds {t:.4f}")
+else:
+    c = socket.create_connection(("127.0.0.1", port)); chunk = b"x" * (1 << 20); left = nbytes
+    while left > 0:
+        n = min(left, len(chunk)); c.sendall(chunk[:n]); left -= n
+    c.recv(1)
+"""
+
+
+def transfer(args, platform, nbytes):
+    flag = f"/tmp/invmw-emutest-{os.getpid()}.listening"
+    script = (
+        f"INVMW_EMULATE_RANK=0 {args.invmw} platform slot -- {sys.executable} -c '{TRANSFER}' "
+        f"recv 5555 {nbytes} {flag} & "
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; rm -f {flag}; "
+        f"INVMW_EMULATE_RANK=1 {args.invmw} platform slot -- {sys.executable} -c '{TRANSFER}' "
+        f"send 5555 {nbytes}; wait")
+    rc, out = run_exec(args, platform, ["sh", "-c", script], ranks=2)
+    m = re.search(r"received (\d+) seconds ([0-9.]+)", out)
+    check(rc == 0 and m is not None and int(m.group(1)) == nbytes,
+          f"{nbytes} bytes arrived on {platform} (rc {rc}, {out.strip()})")
+    return float(m.group(2)) if m else float("nan")
+
+
+def test_tcp_rate(args):
+    need(netns=True)
+    nbytes = 50 * 1000 * 1000
+    t = transfer(args, "emu-4x50-100mbit", nbytes)
+    ideal = nbytes * 8 / 100e6
+    print(f"50 MB over TCP on 100 Mbit/s: {t:.3f} s, the rate implies {ideal:.3f} s "
+          f"({nbytes * 8 / t / 1e6:.1f} Mbit/s)")
+    check(t >= 0.9 * ideal, f"the transfer takes >= 90% of the rate's time ({t / ideal:.1%})")
+    check(t <= 1.5 * ideal, f"and not much more ({t / ideal:.1%})")
+
+
+def test_mpi_rate(args):
+    need(netns=True)
+    for platform, rate in [("emu-4x50-100mbit", 100e6), ("emu-4x50-10mbit", 10e6)]:
+        nbytes = 50 * 1000 * 1000 if rate >= 100e6 else 5 * 1000 * 1000
+        rc, out = run_exec(args, platform, mpirun(args, platform, 2, [
+            os.path.join(args.bin, "emu_pingpong"), "--bytes", str(nbytes), "--reps", "2",
+            "--warmup", "0"]), ranks=2)
+        m = re.search(r"mean_s ([0-9.e+-]+)", out)
+        check(rc == 0 and m is not None, f"MPI ping-pong of {nbytes} B on {platform} ran")
+        if m:
+            t = float(m.group(1))
+            ideal = nbytes * 8 / rate
+            print(f"MPI {nbytes} B one way on {platform}: {t:.3f} s, rate implies {ideal:.3f} s")
+            check(t >= 0.9 * ideal, f"MPI transfer on {platform} >= 90% of the rate's time "
+                  f"({t / ideal:.1%})")
+
+
+def test_pingpong(args):
+    """The busy-poll artefact: 8-byte half round trip at 25% per rank (figures, loose bound)."""
+    need()
+    rc, out = run_exec(args, "emu-8x25-shm", mpirun(args, "emu-8x25-shm", 2, [
+        os.path.join(args.bin, "emu_pingpong"), "--reps", "1000", "--seconds", "5"]), ranks=2)
+    m = re.search(r"mean_s ([0-9.e+-]+) max_s ([0-9.e+-]+)", out)
+    check(rc == 0 and m is not None, "ping-pong ran on emu-8x25-shm")
+    if m:
+        print(f"8 B half round trip at 25%: mean {float(m.group(1)) * 1e6:.1f} us, "
+              f"max {float(m.group(2)) * 1e6:.0f} us")
+        check(float(m.group(1)) < 1e-3, "mean half round trip stays under 1 ms")
+
+
+def wait_for(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    check(False, f"timed out waiting for {what}")
+    return False
+
+
+def start_sleeper(args, platform, seconds=60):
+    """An exec of `platform` whose command (rank 0's slot) sleeps; returns once it is set up."""
+    env = dict(ENV, INVMW_EMULATE_RANK="0")
+    p = subprocess.Popen(exec_cmd(args, platform,
+                                  [args.invmw, "platform", "slot", "--", "sleep", str(seconds)]),
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kinds = 2 if "mbit" in platform or "tcp" in platform else 1  # cgroup (+ netns)
+    wait_for(lambda: len(resources(p.pid)) == kinds, 10, f"exec {p.pid} to set up")
+    return p
+
+
+def slot_member_count(pid):
+    n = 0
+    for root in CPU_ROOTS:
+        for g in os.listdir(root):
+            if g.startswith(f"invmw-{pid}-"):
+                for s in os.listdir(os.path.join(root, g)):
+                    if s.startswith("slot-"):
+                        with open(os.path.join(root, g, s, "cgroup.procs")) as f:
+                            n += len(f.read().split())
+    return n
+
+
+def test_cleanup(args):
+    need(netns=True)
+    plat = "emu-4x50-100mbit"
+    # A failing command: its status comes back, nothing stays.
+    rc, _ = run_exec(args, plat, ["sh", "-c", "exit 3"])
+    check(rc == 3, f"the command's exit status is returned (got {rc})")
+    # A command that cannot be started.
+    rc, _ = run_exec(args, plat, ["/nonexistent/program"])
+    check(rc == 127, f"a command that cannot start gives 127 (got {rc})")
+
+    # SIGTERM and SIGINT sent to exec: passed on, everything removed, exec dies of the signal.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        p = start_sleeper(args, plat)
+        wait_for(lambda: slot_member_count(p.pid) == 1, 10, "the sleeper to join its slot")
+        p.send_signal(sig)
+        p.communicate(timeout=15)
+        check(p.returncode == -sig, f"exec ends by {sig.name} (returncode {p.returncode})")
+        check(resources(p.pid) == [], f"nothing left after {sig.name}: {resources(p.pid)}")
+
+    # SIGKILL: the resources stay (nobody could remove them), the command is stopped by its
+    # parent-death signal, and the next start removes them while a live run keeps its own.
+    killed = start_sleeper(args, plat)
+    wait_for(lambda: slot_member_count(killed.pid) == 1, 10, "the sleeper to join its slot")
+    killed.kill()
+    killed.communicate(timeout=10)
+    check(len(resources(killed.pid)) == 2,
+          f"a SIGKILLed exec leaves its cgroup and namespace: {resources(killed.pid)}")
+    wait_for(lambda: slot_member_count(killed.pid) == 0, 5,
+             "the killed run's command to stop (parent-death signal)")
+    live = start_sleeper(args, plat)  # the next start
+    check(resources(killed.pid) == [],
+          f"the next start removed the killed run's leftovers: {resources(killed.pid)}")
+    other = start_sleeper(args, "emu-8x25-shm")
+    c = subprocess.run([args.invmw, "platform", "cleanup"], capture_output=True, text=True)
+    check(c.returncode == 0 and len(resources(live.pid)) == 2 and len(resources(other.pid)) == 1,
+          "`platform cleanup` and other starts leave live runs alone")
+    for p in (live, other):
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=15)
+        check(resources(p.pid) == [], f"nothing of exec {p.pid} left after SIGINT")
+
+    # Not root-only errors: an unknown platform, too many ranks.
+    r = subprocess.run(exec_cmd(args, "emu-8x25-shm", ["true"], ranks=9), capture_output=True,
+                       text=True)
+    check(r.returncode == 125 and "8 virtual nodes" in r.stderr,
+          f"too many ranks is refused clearly ({r.returncode}: {r.stderr.strip()})")
+    # Without root: a clear refusal (125), while `local` still runs.
+    if subprocess.run(["which", "setpriv"], capture_output=True).returncode == 0:
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        r = subprocess.run(nobody + exec_cmd(args, plat, ["true"]), capture_output=True,
+                           text=True)
+        check(r.returncode == 125 and "needs root" in r.stderr,
+              f"not root: refused clearly ({r.returncode}: {r.stderr.strip()})")
+        r = subprocess.run(nobody + exec_cmd(args, "local", ["sh", "-c", "exit 4"]),
+                           capture_output=True, text=True)
+        check(r.returncode == 4, f"not root: `local` runs (rc {r.returncode}: {r.stderr.strip()})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--invmw", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("test", choices=["quota", "scaling", "tcp_rate", "cleanup", "mpi_rate",
+                                     "pingpong"])
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    globals()["test_" + args.test](args)
+    print(f"{args.test}: {time.monotonic() - t0:.1f} s, {len(failures)} failure(s)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
