@@ -1,0 +1,74 @@
+// The results database: one SQLite row per run of a design point (contract D; the schema is in
+// results_db.cc and docs/experiments.md). Readers (effects, fitter, report) use the rows with
+// status = 'ok'.
+//
+// Why SQLite with WAL: CTest may start the tests of several designs at once (RESOURCE_LOCK
+// serialises the runs, not the readers), a runner may be killed at any moment, and the readers
+// must never see half a row. Every write is one IMMEDIATE transaction; WAL lets readers go on
+// while a runner writes, and busy_timeout makes concurrent writers wait instead of failing.
+//
+// Contract: the constructor creates the file (and its directory), the tables and the meta row
+// schema = 1, or throws DbError naming the file and what failed; an existing database of another
+// schema is refused. Write() inserts or replaces the row of (design, point, replication,
+// platform), assigning run_order = (largest run_order of that design and platform) + 1 in the
+// same transaction, so the order recorded is the order in which runs actually finished.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace invmw::experiment {
+
+struct DbError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunRecord {
+  int64_t id = 0;  // set when read back
+  std::string design;
+  int point = 0, replication = 0;
+  std::string platform;
+  int64_t run_order = -1;  // assigned by Write()
+  std::string factors;     // JSON object
+  std::string responses;   // JSON object; empty = NULL
+  std::string host, start_time;
+  double duration = 0;  // seconds
+  int exit_status = 0;
+  std::string status;     // "ok" or "failed"
+  std::string error;      // empty = NULL
+  std::string trace_dir;  // empty = NULL
+};
+
+class ResultsDb {
+ public:
+  explicit ResultsDb(const std::string& path);
+  ~ResultsDb();
+  ResultsDb(const ResultsDb&) = delete;
+  ResultsDb& operator=(const ResultsDb&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  std::optional<RunRecord> Find(const std::string& design, int point, int replication,
+                                const std::string& platform);
+  // Rows of a design on a platform (all platforms when empty), by run_order.
+  std::vector<RunRecord> Runs(const std::string& design, const std::string& platform);
+  // Inserts or replaces; returns the run_order given to the row.
+  int64_t Write(const RunRecord& r);
+  // Deletes a design's rows on a platform (all when empty); returns how many.
+  int Delete(const std::string& design, const std::string& platform);
+
+ private:
+  void Exec(const char* sql, const char* what);
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+// ISO 8601 UTC with milliseconds, e.g. 2026-11-22T07:01:02.345Z.
+std::string IsoTimeNow();
+
+}  // namespace invmw::experiment

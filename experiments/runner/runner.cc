@@ -1,0 +1,436 @@
+#include "experiments/runner/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "experiments/runner/progress.h"
+#include "experiments/runner/responses.h"
+#include "experiments/runner/results_db.h"
+
+namespace invmw::experiment {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string ShellQuote(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-=:,+@%", c));
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string Join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + ShellQuote(a);
+  return s;
+}
+
+std::string Hostname() {
+  char b[256] = {0};
+  gethostname(b, sizeof b - 1);
+  return b;
+}
+
+bool Executable(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+}
+
+// The program of the template as the launcher will exec it: a path as given (relative to the
+// design file), a name found in invmw's bin directory, or a name on PATH.
+std::string ResolveProgram(const Design& d, const std::string& program,
+                           const std::string& bin_dir) {
+  if (program.find('/') != std::string::npos) {
+    fs::path p(program);
+    if (p.is_relative()) p = fs::absolute(fs::path(d.file).parent_path() / p);
+    if (!Executable(p.string()))
+      throw std::runtime_error(d.file + ": command.program: " + p.string() +
+                               " is not an executable file");
+    return p.string();
+  }
+  if (!bin_dir.empty() && Executable(bin_dir + "/" + program)) return bin_dir + "/" + program;
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');)
+    if (!dir.empty() && Executable(dir + "/" + program)) return dir + "/" + program;
+  throw std::runtime_error(d.file + ": command.program: '" + program + "' is neither in " +
+                           bin_dir + " nor on PATH (is its target built?)");
+}
+
+// Runs a short helper command and returns its output; throws with the output on failure.
+std::string Capture(const std::vector<std::string>& argv, const std::string& what) {
+  std::string cmd = Join(argv) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error(what + ": cannot start " + argv[0]);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  if (st != 0) {
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    throw std::runtime_error(what + ": " + out);
+  }
+  return out;
+}
+
+std::vector<std::string> SplitWords(const std::string& s) {
+  std::stringstream ss(s);
+  std::vector<std::string> out;
+  for (std::string w; ss >> w;) out.push_back(w);
+  return out;
+}
+
+// The last lines the command printed, for the error column of a failed run.
+std::string LogTail(const std::string& path, int lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  std::streamoff from = size > 2000 ? size - 2000 : 0;
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> all;
+  std::stringstream ss(text);
+  for (std::string l; std::getline(ss, l);)
+    if (l.find_first_not_of(" \t\r") != std::string::npos) all.push_back(l);
+  std::string out;
+  for (size_t i = all.size() > size_t(lines) ? all.size() - lines : 0; i < all.size(); ++i)
+    out += (out.empty() ? "" : " | ") + all[i];
+  return out;
+}
+
+struct Launch {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+class DesignRun {
+ public:
+  DesignRun(const Design& d, const RunnerOptions& o, FILE* out) : d_(d), o_(o), out_(out) {
+    platform_ = o.platform.empty() ? d.platform : o.platform;
+    runs_dir_ = o.runs_dir.empty() ? (fs::absolute(o.db_path).parent_path() / "runs").string()
+                                   : fs::absolute(o.runs_dir).string();
+  }
+
+  RunSummary Run() {
+    RunSummary sum;
+    std::vector<RunSlot> order = RunOrder(d_);
+    if (o_.point >= 0) {
+      if (o_.point >= d_.NumPoints())
+        throw std::runtime_error("--point " + std::to_string(o_.point) + ": design '" + d_.name +
+                                 "' has points 0.." + std::to_string(d_.NumPoints() - 1));
+      if (o_.replication >= d_.replications)
+        throw std::runtime_error("--replication " + std::to_string(o_.replication) + ": design '" +
+                                 d_.name + "' has replications 0.." +
+                                 std::to_string(d_.replications - 1));
+      order = {{o_.point, o_.replication < 0 ? 0 : o_.replication}};
+    }
+    program_ = ResolveProgram(d_, d_.command.program, o_.bin_dir);
+    if (platform_ != "local")
+      launcher_options_ = SplitWords(Capture(
+          {o_.invmw, "platform", "exec", "--print-launcher", platform_}, "platform " + platform_));
+    points_ = ExpandPoints(d_);
+
+    if (o_.dry_run) {
+      for (const RunSlot& s : order)
+        std::fprintf(out_, "point %d rep %d: %s\n", s.point, s.replication,
+                     Join(Command(s, RunDir(s)).argv).c_str());
+      sum.planned = static_cast<int>(order.size());
+      return sum;
+    }
+
+    ResultsDb db(o_.db_path);
+    std::vector<RunSlot> todo;
+    for (const RunSlot& s : order) {
+      auto row = db.Find(d_.name, s.point, s.replication, platform_);
+      bool same = row && row->factors == points_[s.point].FactorsJson(d_);
+      if (row && row->status == "ok" && same && !o_.rerun) {
+        ++sum.already_done;
+        continue;
+      }
+      if (row && row->status == "ok" && !same)
+        std::fprintf(out_, "point %d rep %d: factor values changed since it ran; running again\n",
+                     s.point, s.replication);
+      todo.push_back(s);
+    }
+    sum.planned = static_cast<int>(order.size());
+    if (sum.already_done > 0)
+      std::fprintf(out_, "%s on %s: %d of %d runs already done (--rerun repeats them)\n",
+                   d_.name.c_str(), platform_.c_str(), sum.already_done, sum.planned);
+    std::fflush(out_);
+
+    // Terminating signals are taken synchronously (sigtimedwait) so that a Ctrl-C can never
+    // land between the measurement and its row: it stops the running command, or waits for
+    // the row being written.
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    old_mask_ = old;
+    Progress progress(out_, static_cast<int>(todo.size()), o_.tty);
+    try {
+      for (const RunSlot& s : todo) {
+        if (int sig = PendingStop()) {
+          sum.interrupted = true;
+          sum.signal = sig;
+          break;
+        }
+        progress.Start(Label(s));
+        RunRecord rec;
+        int sig = RunOne(s, &rec, &progress);
+        if (sig) {
+          progress.Finish("interrupted (signal " + std::to_string(sig) + "); nothing recorded");
+          sum.interrupted = true;
+          sum.signal = sig;
+          break;
+        }
+        auto w0 = Clock::now();
+        db.Write(rec);
+        double write_s = Seconds(w0, Clock::now());
+        std::string outcome;
+        char b[160];
+        if (rec.status == "ok") {
+          ++sum.ok;
+          std::snprintf(b, sizeof b, "ok, command %.3f s, analysis %.3f s, db write %.4f s",
+                        rec.duration, analysis_s_, write_s);
+          outcome = b;
+        } else {
+          ++sum.failed;
+          outcome = "FAILED: " + rec.error;
+        }
+        progress.Finish(outcome);
+      }
+    } catch (...) {
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      throw;
+    }
+    progress.Done();
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    return sum;
+  }
+
+ private:
+  std::string Label(const RunSlot& s) const {
+    std::string l =
+        "point " + std::to_string(s.point) + " rep " + std::to_string(s.replication) + " (";
+    const Point& p = points_[s.point];
+    for (size_t i = 0; i < d_.factors.size(); ++i)
+      l += (i ? " " : "") + d_.factors[i].name + "=" + p.levels[i].Text();
+    return l + ")";
+  }
+
+  std::string RunDir(const RunSlot& s) const {
+    return runs_dir_ + "/" + d_.name + "/" + platform_ + "/p" + std::to_string(s.point) + "-r" +
+           std::to_string(s.replication);
+  }
+
+  Launch Command(const RunSlot& s, const std::string& run_dir) const {
+    const Point& p = points_[s.point];
+    auto values = PlaceholderValues(d_, p, s.replication, run_dir, o_.bin_dir);
+    std::vector<std::string> launcher, args;
+    for (const auto& l : d_.command.launcher) launcher.push_back(Substitute(l, values));
+    for (const auto& a : d_.command.args) args.push_back(Substitute(a, values));
+    std::string program = Substitute(program_, values);
+    Launch L;
+    for (const auto& [k, v] : d_.command.env) L.env[k] = Substitute(v, values);
+    int ranks = static_cast<int>(p.derived.at("ranks"));
+    std::vector<std::string>& a = L.argv;
+    if (platform_ != "local")
+      a = {o_.invmw, "platform", "exec", platform_, "--ranks", std::to_string(ranks), "--"};
+    a.insert(a.end(), {o_.invmw, "run", "--trace", "--out", run_dir, "--"});
+    if (!launcher.empty()) {
+      a.push_back(launcher[0]);
+      if (platform_ != "local")
+        a.insert(a.end(), launcher_options_.begin(), launcher_options_.end());
+      a.insert(a.end(), launcher.begin() + 1, launcher.end());
+    }
+    if (platform_ != "local") a.insert(a.end(), {o_.invmw, "platform", "slot", "--"});
+    a.push_back(program);
+    a.insert(a.end(), args.begin(), args.end());
+    return L;
+  }
+
+  // A stop signal that arrived between runs, or 0.
+  int PendingStop() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
+    struct timespec zero = {0, 0};
+    int sig = sigtimedwait(&stop, nullptr, &zero);
+    return sig > 0 ? sig : 0;
+  }
+
+  // Waits for the child until `limit` seconds have passed; returns true when it exited.
+  bool WaitFor(pid_t pid, int* status, double limit) {
+    auto until = Clock::now() +
+                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    while (true) {
+      if (waitpid(pid, status, WNOHANG) == pid) return true;
+      double left = Seconds(Clock::now(), until);
+      if (left <= 0) return false;
+      struct timespec ts = {static_cast<time_t>(left),
+                            static_cast<long>((left - static_cast<time_t>(left)) * 1e9)};
+      sigtimedwait(&chld, nullptr, &ts);
+    }
+  }
+
+  // Stops the command's process group: the signal first (the launcher and platform exec
+  // clean up on it), SIGKILL after a grace period.
+  void Stop(pid_t pid, int sig, int* status) {
+    kill(-pid, sig);
+    if (WaitFor(pid, status, 15)) return;
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+  }
+
+  // Runs one slot and fills *rec. Returns the stop signal when interrupted (rec then unused).
+  int RunOne(const RunSlot& s, RunRecord* rec, Progress* progress) {
+    const Point& p = points_[s.point];
+    std::string dir = RunDir(s);
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // a failed or interrupted earlier attempt
+    fs::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
+    Launch L = Command(s, dir);
+    {
+      std::ofstream cmd(dir + "/command.txt");
+      cmd << Join(L.argv) << "\n";
+    }
+    rec->design = d_.name;
+    rec->point = s.point;
+    rec->replication = s.replication;
+    rec->platform = platform_;
+    rec->factors = p.FactorsJson(d_);
+    rec->host = Hostname();
+    rec->trace_dir = dir;
+    rec->start_time = IsoTimeNow();
+    analysis_s_ = 0;
+
+    std::string log = dir + "/runner.log";
+    pid_t parent = getpid();
+    auto t0 = Clock::now();
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      setpgid(0, 0);
+      // The command dies with a runner killed by SIGKILL (the launcher then cleans up).
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(125);
+      sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      int in = open("/dev/null", O_RDONLY);
+      int o = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (in >= 0) dup2(in, 0);
+      if (o >= 0) {
+        dup2(o, 1);
+        dup2(o, 2);
+      }
+      if (chdir(dir.c_str()) != 0) _exit(126);
+      for (const auto& [k, v] : L.env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> argv;
+      for (auto& a : L.argv) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      std::fprintf(stderr, "invmw experiment: cannot run %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+
+    sigset_t waitset;
+    sigemptyset(&waitset);
+    for (int sg : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&waitset, sg);
+    int status = 0, stop = 0;
+    bool timed_out = false;
+    auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(d_.timeout_s));
+    while (true) {
+      if (waitpid(pid, &status, WNOHANG) == pid) break;
+      double left = Seconds(Clock::now(), deadline);
+      if (left <= 0) {
+        timed_out = true;
+        Stop(pid, SIGTERM, &status);
+        break;
+      }
+      double slice = left < 0.5 ? left : 0.5;
+      struct timespec ts = {0, static_cast<long>(slice * 1e9)};
+      int sig = sigtimedwait(&waitset, nullptr, &ts);
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        stop = sig;
+        Stop(pid, sig, &status);
+        break;
+      }
+      progress->Tick();
+    }
+    rec->duration = Seconds(t0, Clock::now());
+    if (stop) return stop;
+
+    rec->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (timed_out) {
+      rec->status = "failed";
+      rec->error = "timed out after " + FormatNumber(d_.timeout_s) + " s (design timeout)";
+      return 0;
+    }
+    if (rec->exit_status != 0) {
+      rec->status = "failed";
+      rec->error = "exit status " + std::to_string(rec->exit_status);
+      std::string tail = LogTail(log, 3);
+      if (!tail.empty()) rec->error += ": " + tail;
+      return 0;
+    }
+    auto a0 = Clock::now();
+    try {
+      auto values = ExtractResponses(dir, d_.responses);
+      nlohmann::ordered_json j = nlohmann::ordered_json::object();
+      for (const auto& r : d_.responses) j[r] = values.at(r);
+      rec->responses = j.dump();
+      rec->status = "ok";
+    } catch (const std::exception& e) {
+      rec->status = "failed";
+      rec->error = std::string("responses: ") + e.what();
+    }
+    analysis_s_ = Seconds(a0, Clock::now());
+    return 0;
+  }
+
+  const Design& d_;
+  const RunnerOptions& o_;
+  FILE* out_;
+  std::string platform_, runs_dir_, program_;
+  std::vector<std::string> launcher_options_;
+  std::vector<Point> points_;
+  sigset_t old_mask_;
+  double analysis_s_ = 0;
+};
+
+}  // namespace
+
+RunSummary RunDesign(const Design& design, const RunnerOptions& options, FILE* out) {
+  return DesignRun(design, options, out).Run();
+}
+
+}  // namespace invmw::experiment
