@@ -1,0 +1,25 @@
+// What the `effects` and `results export` verbs share: finding the results database and
+// reading a design's rows from it with errors that say what to do next.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiments/effects/results_db.h"
+
+namespace invmw::effects {
+
+// --db, else $INVMW_EXPERIMENT_DB, else <build dir>/experiments/results.db when this `invmw`
+// runs from a build tree (bin/ one level below a CMakeCache.txt), else ./results.db: the same
+// rule as `invmw experiment run`, which writes the database.
+std::string ResolveDbPath(const std::string& db_option);
+
+// Loads the rows of `design`; fails when the database is missing or unreadable or the design
+// has no rows there (naming the designs it does have).
+bool LoadDesignRows(const std::string& db, const std::string& design, std::vector<Run>* rows,
+                    std::string* error);
+
+// Splits "a,b" and repeated options into names.
+std::vector<std::string> SplitNames(const std::vector<std::string>& values);
+
+}  // namespace invmw::effects
