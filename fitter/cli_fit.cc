@@ -1,7 +1,8 @@
-// `invmw fit`: calibrates a model file's parameters from measurements (a CSV file today; the
-// experiments' results database will plug into the same DataTable) and reports estimates,
-// intervals, validation errors and residuals as text or JSON, optionally writing the result as
-// a platform table.
+// `invmw fit`: calibrates a model file's parameters from measurements (the experiments' results
+// database or a CSV file, both read into a DataTable) and reports estimates, intervals,
+// validation errors and residuals as text or JSON, optionally writing the result as a platform
+// table.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "fitter/cli_common.h"
 #include "fitter/fit.h"
 #include "fitter/platform_table.h"
+#include "fitter/results_db.h"
 
 namespace invmw::fit::cli {
 namespace {
@@ -67,13 +69,22 @@ nlohmann::json ToJson(const Model& m, const DataTable& d, const FitResult& r) {
          {"cv_max_ape", s.cv_max_ape < 0 ? nlohmann::json() : Num(s.cv_max_ape)}});
   }
   for (const auto& p : r.residuals) {
-    j["residuals"].push_back({{"row", p.row},
-                              {"origin", d.RowOrigin(p.row)},
-                              {"response", p.response},
-                              {"measured", p.measured},
-                              {"predicted", p.predicted},
-                              {"residual", p.residual},
-                              {"ape", Num(p.ape)}});
+    // The factor values let a plot label and group design points without the data file.
+    nlohmann::json factors = nlohmann::json::object();
+    for (const auto& f : m.factors()) {
+      int col = d.Column(f.name);
+      if (col >= 0) factors[f.name] = Num(d.rows[p.row][col]);
+    }
+    j["residuals"].push_back(
+        {{"row", p.row},
+         {"point", p.row < d.groups.size() ? d.groups[p.row] : static_cast<long>(p.row)},
+         {"factors", factors},
+         {"origin", d.RowOrigin(p.row)},
+         {"response", p.response},
+         {"measured", p.measured},
+         {"predicted", p.predicted},
+         {"residual", p.residual},
+         {"ape", Num(p.ape)}});
   }
   j["warnings"] = r.warnings;
   return j;
@@ -119,13 +130,17 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
                 Fmt(s.cv_mape < 0 ? NAN : s.cv_mape, 10).c_str(),
                 Fmt(s.cv_max_ape < 0 ? NAN : s.cv_max_ape, 10).c_str());
   }
-  std::printf("\n%-12s %-12s %11s %11s %9s\n", "DATA LINE", "RESPONSE", "MEASURED", "PREDICTED",
-              "ERROR%");
+  auto where = [&](size_t row) {
+    if (row < d.labels.size()) return d.labels[row];
+    if (row < d.lines.size() && d.lines[row] > 0) return std::to_string(d.lines[row]);
+    return "row " + std::to_string(row + 1);
+  };
+  int width = 12;
+  for (const auto& p : r.residuals) width = std::max(width, static_cast<int>(where(p.row).size()));
+  std::printf("\n%-*s %-12s %11s %11s %9s\n", width, d.labels.empty() ? "DATA LINE" : "RUN",
+              "RESPONSE", "MEASURED", "PREDICTED", "ERROR%");
   for (const auto& p : r.residuals) {
-    std::string where = p.row < d.lines.size() && d.lines[p.row] > 0
-                            ? std::to_string(d.lines[p.row])
-                            : "row " + std::to_string(p.row + 1);
-    std::printf("%-12s %-12s %s %s %s\n", where.c_str(), p.response.c_str(),
+    std::printf("%-*s %-12s %s %s %s\n", width, where(p.row).c_str(), p.response.c_str(),
                 Fmt(p.measured).c_str(), Fmt(p.predicted).c_str(),
                 Fmt(100 * p.residual / p.measured, 9).c_str());
   }
@@ -134,15 +149,26 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
 
 int RunFit(int argc, char** argv) {
   bool done = false, json = false, no_cv = false;
-  std::string model_name, data_path, weighting = "relative", loss = "none", loss_scale, starts,
-                                     seed, out_table, platform_name, base_table, tables_dir;
+  std::string model_name, data_path, design, db_path, run_platform,
+      weighting = "relative", loss = "none", loss_scale, starts, seed, out_table, platform_name,
+      base_table, tables_dir;
   std::vector<std::string> responses, fixes;
-  Args args("invmw fit --model MODEL --data FILE.csv [options]",
+  Args args("invmw fit --model MODEL (--design NAME [--db FILE] | --data FILE.csv) [options]",
             "Calibrates the parameters of a model file from measurements with Ceres Solver\n"
             "(least squares, exact derivatives). Reports estimates, standard errors, confidence\n"
             "intervals, correlations, R2, percentage errors, leave-one-out cross-validation and\n"
-            "the residual of every design point.");
+            "the residual of every design point.\n"
+            "Measurements come from the results database (every successful run of the design,\n"
+            "replications as separate rows; factor and response names are the columns) or from\n"
+            "a CSV file. The model's total is fitted to its column (t_wall for opal) and each\n"
+            "component to its own (t_comm, ...), jointly, wherever the data have them.");
   args.Option("--model", "MODEL", &model_name, "built-in model name (opal, dyana, ...) or file")
+      .Option("--design", "NAME", &design, "fit the runs of this design from the results database")
+      .Option("--db", "FILE", &db_path,
+              "results database (default: $INVMW_EXPERIMENT_DB, else <build>/experiments/"
+              "results.db)")
+      .Option("--platform", "NAME", &run_platform,
+              "only runs on this run platform (needed when the design ran on several)")
       .Option("--data", "FILE", &data_path, "CSV: header of factor and response column names")
       .Option("--weighting", "W", &weighting, "relative (default) or absolute residuals")
       .Option("--loss", "L", &loss, "robust loss: none (default), huber, cauchy")
@@ -153,15 +179,21 @@ int RunFit(int argc, char** argv) {
       .Repeated("--fix", "NAME=VALUE", &fixes, "hold a parameter at a value")
       .Flag("--no-cv", &no_cv, "skip leave-one-out cross-validation")
       .Flag("--json", &json, "machine-readable output")
-      .Option("--out-table", "FILE", &out_table, "write the fitted parameters as a platform table")
+      .Option("--out", "FILE", &out_table, "write the fitted parameters as a platform table")
+      .Option("--out-table", "FILE", &out_table, "same as --out")
       .Option("--platform-name", "NAME", &platform_name, "name in the written table")
       .Option("--base-table", "TABLE", &base_table,
               "copy [measures] and [kernels] of this table into the written one")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables (for --base-table)")
-      .Epilog("Example:\n  invmw fit --model opal --data runs.csv --out-table mycluster.toml\n");
+      .Epilog(
+          "Examples:\n  invmw fit --model opal --design opal-84 --platform local --out local.toml\n"
+          "  invmw fit --model opal --data runs.csv --json > fit.json   # input of `invmw plot`\n");
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (model_name.empty()) return Fail("fit: --model is required");
-  if (data_path.empty()) return Fail("fit: --data is required");
+  if (data_path.empty() == design.empty())
+    return Fail("fit: give either --design NAME (results database) or --data FILE.csv");
+  if (design.empty() && (!db_path.empty() || !run_platform.empty()))
+    return Fail("fit: --db and --platform select runs of a --design; they do not apply to --data");
   FitOptions o;
   o.weighting = weighting;
   o.loss = loss;
@@ -192,7 +224,8 @@ int RunFit(int argc, char** argv) {
   if (!o.IsValid(&err)) return Fail("fit: " + err);
   try {
     Model m = Model::Load(ResolveModelPath(model_name));
-    DataTable d = ReadCsv(data_path);
+    DataTable d = design.empty() ? ReadCsv(data_path)
+                                 : LoadResults(ResultsDbPath(db_path), {design, run_platform});
     FitResult r = Fit(m, d, o);
     if (json) {
       std::printf("%s\n", ToJson(m, d, r).dump(2).c_str());

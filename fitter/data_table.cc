@@ -42,6 +42,7 @@ int DataTable::Column(const std::string& name) const {
 }
 
 std::string DataTable::RowOrigin(size_t i) const {
+  if (i < labels.size() && !labels[i].empty()) return source + ": " + labels[i];
   if (i < lines.size() && lines[i] > 0) return source + ":" + std::to_string(lines[i]);
   return source + " row " + std::to_string(i + 1);
 }

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace invmw::fit {
@@ -22,6 +23,18 @@ struct DataTable {
   std::vector<std::string> columns;
   std::vector<std::vector<double>> rows;  // rows[i][j]: column j of row i; NaN when missing
   std::vector<int> lines;                 // source line of each row (0 if not from a file)
+  // Optional, for rows not from a text file: what each row is, e.g. "run 17 (point 3,
+  // replication 0)". When present, RowOrigin uses it.
+  std::vector<std::string> labels;
+  // Optional: design point of each row. Rows with equal groups are replications of one point;
+  // leave-one-out cross-validation leaves out a whole group. Empty: every row is its own point.
+  std::vector<long> groups;
+  // Columns known to hold measured responses rather than factor settings (filled by the
+  // results-database loader; empty for CSV, where only the names of contract B are known).
+  std::vector<std::string> response_columns;
+  // Columns of the source whose values are text, not numbers (name -> an example value); they
+  // cannot be used as factors, and the fitter says so when a model needs one.
+  std::vector<std::pair<std::string, std::string>> text_columns;
 
   int Column(const std::string& name) const;  // -1 if absent
   // Where row i came from, e.g. "data.csv:12".

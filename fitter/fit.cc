@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include "fitter/stats.h"
+#include "common/stats.h"
 
 namespace invmw::fit {
 
@@ -189,6 +189,12 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
   for (int f : need) {
     col[f] = data.Column(factors[f].name);
     if (col[f] < 0) {
+      for (const auto& [name, example] : data.text_columns) {
+        if (name == factors[f].name) {
+          throw FitError(data.source + ": factor '" + name + "' holds text (e.g. '" + example +
+                         "'), but model " + model.name() + " needs it as a number");
+        }
+      }
       if (!factors[f].has_default) {
         throw FitError(data.source + ": the data lack factor '" + factors[f].name +
                        "', which model " + model.name() +
@@ -422,7 +428,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
                              "; no standard errors (change the design or fix parameters)");
     }
   }
-  double tq = res.dof > 0 ? StudentTQuantile(0.5 + opts.confidence / 2, res.dof) : kNaN;
+  double tq = res.dof > 0 ? stats::StudentTQuantile(0.5 + opts.confidence / 2, res.dof) : kNaN;
   for (size_t i = 0; i < np; ++i) {
     ParamEstimate& e = res.params[i];
     e.name = params[i].name;
@@ -467,13 +473,23 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
     for (const Observation& ob : c.obs) has_obs[ob.row] = 1;
     for (size_t i = 0; i < data.rows.size(); ++i) {
       if (!has_obs[i]) continue;
+      // Replications of one design point leave together: predicting a point from its own
+      // other replications would understate the error of predicting an unseen point.
+      auto same_point = [&](size_t k) {
+        return data.groups.size() == data.rows.size() ? data.groups[k] == data.groups[i] : k == i;
+      };
+      bool first_of_group = true;
+      for (size_t k = 0; k < i && first_of_group; ++k)
+        if (has_obs[k] && same_point(k)) first_of_group = false;
+      if (!first_of_group) continue;
       std::vector<char> use = all_rows;
-      use[i] = 0;
+      for (size_t k = 0; k < data.rows.size(); ++k)
+        if (same_point(k)) use[k] = 0;
       std::vector<double> x = best;
       Solve(c, &x, use);
       std::vector<double> v = Unscale(c, x);
       for (const Observation& ob : c.obs) {
-        if (ob.row != i) continue;
+        if (!same_point(ob.row)) continue;
         size_t k =
             std::find(c.responses.begin(), c.responses.end(), ob.response) - c.responses.begin();
         cv_ape[k].push_back(std::fabs(Predict(c, ob.response, i, v) - ob.y) / std::fabs(ob.y) *

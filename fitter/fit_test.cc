@@ -1,4 +1,5 @@
 #include "fitter/fit.h"
+#include "fitter/testing/synthetic.h"
 
 #include <gtest/gtest.h>
 
@@ -13,47 +14,11 @@ Model Builtin(const std::string& name) {
   return Model::Load(ResolveModelPath(name));
 }
 
-// Synthetic measurements: evaluates every response of `model` at the given factor rows with the
-// given true parameters and applies independent multiplicative Gaussian noise to each value.
-DataTable Synthesize(const Model& model, const std::vector<std::string>& factor_names,
-                     const std::vector<std::vector<double>>& rows,
-                     const std::map<std::string, double>& truth, double noise, uint64_t seed) {
-  DataTable t;
-  t.source = "synthetic";
-  t.columns = factor_names;
-  for (const auto& r : model.responses()) t.columns.push_back(r.column);
-  std::vector<double> p(model.parameters().size());
-  for (size_t i = 0; i < p.size(); ++i) p[i] = truth.at(model.parameters()[i].name);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0, 1);
-  for (const auto& row : rows) {
-    std::vector<double> f(model.factors().size());
-    for (size_t i = 0; i < f.size(); ++i) {
-      const Factor& fac = model.factors()[i];
-      auto it = std::find(factor_names.begin(), factor_names.end(), fac.name);
-      f[i] = it == factor_names.end() ? fac.default_value : row[it - factor_names.begin()];
-    }
-    std::vector<double> out = row;
-    for (const auto& r : model.responses())
-      out.push_back(r.expr.Eval<double>(f.data(), p.data()) * (1 + noise * z(rng)));
-    t.rows.push_back(out);
-  }
-  return t;
-}
+using testing::OpalDesign;
+using testing::Synthesize;
 
-const std::map<std::string, double> kOpalTruth = {{"a1", 100},  {"b1", 20e-6}, {"a2", 5e-9},
-                                                  {"a3", 5e-8}, {"a4", 1e-6},  {"b5", 2e-5}};
-
-// The paper's design: 3 sizes x 2 update settings x 2 cut-offs x 7 server counts = 84 points.
-std::vector<std::vector<double>> OpalDesign() {
-  std::vector<std::vector<double>> rows;
-  for (double n : {500.0, 2000.0, 8000.0})
-    for (double u : {1.0, 0.1})
-      for (double nt : {100.0, 1e6})
-        for (double p = 1; p <= 7; ++p) rows.push_back({10, p, u, n, nt, 0, 24});
-  return rows;
-}
-const std::vector<std::string> kOpalFactors = {"s", "p", "u", "n", "nt", "g", "alpha"};
+const std::map<std::string, double>& kOpalTruth = testing::OpalTruth();
+const std::vector<std::string>& kOpalFactors = testing::OpalFactors();
 
 TEST(Fit, OpalRecoversKnownParametersInsideTheirIntervals) {
   Model m = Builtin("opal");

@@ -1,0 +1,194 @@
+#include "fitter/probe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "fitter/fit.h"
+
+namespace invmw::fit {
+
+namespace {
+
+std::string G(double v, const char* fmt = "%.4g") {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+double Number(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number())
+    throw ProbeError(where + ": field '" + key + "' is missing or not a number");
+  double v = j[key].get<double>();
+  if (!std::isfinite(v) || v < 0)
+    throw ProbeError(where + ": field '" + key + "' is " + G(v) + ", expected >= 0");
+  return v;
+}
+
+struct Summary {
+  double mean = 0, std_error = -1, min = 0, max = 0;
+  size_t n = 0;
+};
+
+Summary Summarize(const std::vector<double>& v) {
+  Summary s;
+  s.n = v.size();
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.std_error = std::sqrt(ss / (v.size() - 1)) / std::sqrt(static_cast<double>(v.size()));
+  }
+  return s;
+}
+
+std::string Spread(const Summary& s) {
+  return G(s.n, "%.0f") + (s.n == 1 ? " replication" : " replications") + ", " + G(s.min) + ".." +
+         G(s.max) + " s";
+}
+
+}  // namespace
+
+void ParseProbeLines(const std::string& text, const std::string& source, ProbeSamples* out) {
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] != '{') continue;  // launcher or library chatter
+    std::string where = source + ":" + std::to_string(lineno);
+    nlohmann::json j = nlohmann::json::parse(line.substr(b), nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("probe") || !j["probe"].is_string())
+      throw ProbeError(where + ": not a probe record (expected a JSON object with \"probe\")");
+    std::string probe = j["probe"];
+    if (probe == "pingpong") {
+      out->pingpong.push_back({Number(j, "bytes", where), Number(j, "mean_s", where),
+                               static_cast<int>(Number(j, "replication", where))});
+    } else if (probe == "barrier") {
+      out->barrier.push_back(Number(j, "mean_s", where));
+      out->barrier_ranks = static_cast<int>(Number(j, "ranks", where));
+    } else if (probe == "kernel") {
+      if (!j.contains("kernel") || !j["kernel"].is_string())
+        throw ProbeError(where + ": kernel record without a \"kernel\" name");
+      std::string k = j["kernel"];
+      if (k != "pair_check" && k != "pair_energy" && k != "bonded")
+        throw ProbeError(where + ": unknown kernel '" + k +
+                         "' (expected pair_check, pair_energy or bonded)");
+      out->kernels[k].push_back(Number(j, "per_unit_s", where));
+      out->kernel_units[k] = Number(j, "units", where);
+    } else {
+      throw ProbeError(where + ": unknown probe '" + probe +
+                       "' (expected pingpong, barrier or kernel)");
+    }
+  }
+}
+
+PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
+  PlatformTable t;
+  t.name = c.name;
+  t.title = c.title.empty() ? c.name : c.title;
+  t.description = (c.description.empty() ? "" : c.description + "; ") + "measured by invmw " +
+                  "platform probe on " + c.where + " on " + c.date +
+                  "; each value's source names the probe and its spread";
+  auto command = [&](const char* probe) {
+    auto it = c.commands.find(probe);
+    return it == c.commands.end() ? std::string() : " (`" + it->second + "`)";
+  };
+
+  // a1, b1: the ping-pong model over all sizes and replications.
+  if (s.pingpong.size() < 3)
+    throw ProbeError("probe-pingpong gave " + std::to_string(s.pingpong.size()) +
+                     " measurements; a1 and b1 need at least 3 (two sizes or more)");
+  std::vector<double> sizes;
+  DataTable d;
+  d.source = "probe-pingpong";
+  d.columns = {"bytes", "t"};
+  for (const auto& p : s.pingpong) {
+    if (!(p.mean_s > 0))
+      throw ProbeError("probe-pingpong reported a non-positive time for " + G(p.bytes, "%.0f") +
+                       " bytes");
+    d.rows.push_back({p.bytes, p.mean_s});
+    sizes.push_back(p.bytes);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() < 2) throw ProbeError("probe-pingpong measured one size only: a1 needs two");
+  Model pp = Model::Load(ResolveModelPath("pingpong"));
+  FitOptions o;
+  o.weighting = "relative";
+  o.cross_validate = false;
+  FitResult r = Fit(pp, d, o);
+  if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
+  int replications = 0;
+  for (const auto& p : s.pingpong) replications = std::max(replications, p.replication + 1);
+  std::string fit_text =
+      "fit of t = b1 + bytes/a1 (relative errors) to probe-pingpong means over " +
+      std::to_string(sizes.size()) + " sizes " + G(sizes.front(), "%.0f") + ".." +
+      G(sizes.back(), "%.0f") + " bytes x " + std::to_string(replications) + " replications" +
+      command("pingpong") + ", " + c.where + ", " + c.date + "; mean abs. error " +
+      G(r.responses.empty() ? NAN : r.responses[0].mape, "%.2g") + "%";
+  for (const auto& p : r.params) {
+    TableValue v;
+    v.name = p.name;
+    v.value = p.value;
+    v.unit = p.unit;
+    v.std_error = std::isfinite(p.std_error) ? p.std_error : -1;
+    v.source = fit_text;
+    t.parameters.push_back(v);
+  }
+  // Raw figures for people comparing tables: latency and best observed rate.
+  std::vector<double> smallest, rate;
+  for (const auto& p : s.pingpong) {
+    if (p.bytes == sizes.front()) smallest.push_back(p.mean_s);
+    if (p.bytes > 0) rate.push_back(p.bytes / p.mean_s / 1e6);
+  }
+  Summary lat = Summarize(smallest);
+  t.measures.push_back({"latency", lat.mean, "s",
+                        "probe-pingpong: mean half round trip of " + G(sizes.front(), "%.0f") +
+                            "-byte messages, " + Spread(lat),
+                        lat.std_error});
+  if (!rate.empty())
+    t.measures.push_back({"mbs_max", *std::max_element(rate.begin(), rate.end()), "MB/s",
+                          "probe-pingpong: highest bytes / half round trip over the sizes "
+                          "(MB = 10^6 bytes)",
+                          -1});
+
+  // b5: barrier.
+  if (s.barrier.empty()) throw ProbeError("probe-barrier gave no measurement (b5)");
+  Summary bar = Summarize(s.barrier);
+  t.parameters.push_back({"b5", bar.mean, "s",
+                          "probe-barrier: mean time per MPI_Barrier of " +
+                              std::to_string(s.barrier_ranks) + " ranks, " + Spread(bar) +
+                              command("barrier") + ", " + c.where + ", " + c.date,
+                          bar.std_error});
+
+  // a2, a3, a4: the kernels, also recorded as kernel times for the transfer rule.
+  const std::pair<const char*, const char*> kernels[] = {
+      {"a2", "pair_check"}, {"a3", "pair_energy"}, {"a4", "bonded"}};
+  const std::map<std::string, std::string> unit_text = {
+      {"pair_check", "pair generated and checked"},
+      {"pair_energy", "pair energy"},
+      {"bonded", "mass center of bonded work"}};
+  for (const auto& [param, kernel] : kernels) {
+    auto it = s.kernels.find(kernel);
+    if (it == s.kernels.end() || it->second.empty())
+      throw ProbeError(std::string("probe-kernels gave no '") + kernel + "' measurement (" + param +
+                       ")");
+    Summary k = Summarize(it->second);
+    std::string src = std::string("probe-kernels: opal-mini kernel ") + kernel + ", time per " +
+                      unit_text.at(kernel) + " (" + G(s.kernel_units.at(kernel), "%.0f") +
+                      " per call), " + Spread(k) + command("kernels") + ", " + c.where + ", " +
+                      c.date;
+    t.parameters.push_back({param, k.mean, "s", src, k.std_error});
+    t.kernels.push_back({param, k.mean, "s", src, k.std_error});
+  }
+  return t;
+}
+
+}  // namespace invmw::fit

@@ -1,0 +1,58 @@
+// Platform parameters from microbenchmarks: the JSON lines of probe-pingpong, probe-barrier and
+// probe-kernels (platforms/probes, contract F) turned into a platform table.
+//
+// Why estimation is separate from running: `invmw platform probe` runs the probes on the local
+// machine or inside an emulated platform, but what a table says must not depend on how the
+// numbers were obtained, and it must be testable with known inputs. The rules:
+//   a1, b1  fit of the ping-pong model t = b1 + bytes/a1 (fitter/models/pingpong.toml, MB =
+//           10^6 bytes) to every (size, replication) mean, relative-error weighting so small and
+//           large messages count alike; std_error from the fit.
+//   b5      mean time per barrier over the replications.
+//   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
+// Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
+// the source text gives the spread (min..max), the counts and the commands. The kernel times are
+// also written to [kernels], which the transfer rule of `invmw predict --reference` uses.
+//
+// Contract: ParseProbeLines throws ProbeError naming the source and line for a JSON line that is
+// not a probe record of contract F; other lines (launcher chatter) are skipped. EstimatePlatform
+// throws ProbeError when a probe produced nothing usable.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fitter/platform_table.h"
+
+namespace invmw::fit {
+
+struct ProbeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ProbeSamples {
+  struct PingPong {
+    double bytes, mean_s;
+    int replication;
+  };
+  std::vector<PingPong> pingpong;
+  std::vector<double> barrier;  // per-barrier mean of each replication
+  int barrier_ranks = 0;
+  std::map<std::string, std::vector<double>> kernels;  // "pair_check" -> per-unit means
+  std::map<std::string, double> kernel_units;          // units per call, for the record
+};
+
+// Adds the records of `text` (one JSON object per line) to *samples.
+void ParseProbeLines(const std::string& text, const std::string& source, ProbeSamples* samples);
+
+struct ProbeContext {
+  std::string name, title, description;
+  std::string where;  // e.g. "host node17" or "emulated platform emu-4x50-100mbit on host x"
+  std::string date;   // ISO date of the measurement
+  std::map<std::string, std::string> commands;  // probe name -> command line run
+};
+
+PlatformTable EstimatePlatform(const ProbeSamples& samples, const ProbeContext& context);
+
+}  // namespace invmw::fit

@@ -1,0 +1,118 @@
+#include "fitter/probe.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace invmw::fit {
+namespace {
+
+// Probe output as contract F prints it, from known parameters with 1% noise.
+std::string ProbeText(double a1, double b1, double b5, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 0.01);
+  std::ostringstream s;
+  s.precision(17);
+  s << "Warning: launcher chatter that is not JSON\n";
+  for (int k = 0; k < 3; ++k) {
+    for (double bytes : {0.0, 8.0, 512.0, 4096.0, 65536.0, 1048576.0})
+      s << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":100,"replication":)" << k
+        << R"(,"mean_s":)" << (b1 + bytes / (a1 * 1e6)) * (1 + z(rng)) << "}\n";
+    s << R"({"probe":"barrier","ranks":2,"reps":1000,"replication":)" << k << R"(,"mean_s":)"
+      << b5 * (1 + 0.1 * (k - 1)) << "}\n";
+    s << R"({"probe":"kernel","kernel":"pair_check","per_unit_s":)" << 2e-9 * (1 + z(rng))
+      << R"(,"units":1999000,"replication":)" << k << "}\n";
+    s << R"({"probe":"kernel","kernel":"pair_energy","per_unit_s":)" << 3e-8 * (1 + z(rng))
+      << R"(,"units":50000,"replication":)" << k << "}\n";
+    s << R"({"probe":"kernel","kernel":"bonded","per_unit_s":)" << 4e-7 * (1 + z(rng))
+      << R"(,"units":2000,"replication":)" << k << "}\n";
+  }
+  return s.str();
+}
+
+ProbeContext Context() {
+  ProbeContext c;
+  c.name = "node";
+  c.where = "host test";
+  c.date = "2026-01-01";
+  c.commands["pingpong"] = "mpirun -np 2 probe-pingpong";
+  return c;
+}
+
+TEST(Probe, EstimatesEveryParameterWithSpreadAndSource) {
+  ProbeSamples s;
+  ParseProbeLines(ProbeText(500, 2e-6, 5e-6, 1), "probe.out", &s);
+  ASSERT_EQ(s.pingpong.size(), 18u);
+  ASSERT_EQ(s.barrier.size(), 3u);
+  EXPECT_EQ(s.barrier_ranks, 2);
+  PlatformTable t = EstimatePlatform(s, Context());
+  const TableValue* a1 = t.Parameter("a1");
+  const TableValue* b1 = t.Parameter("b1");
+  ASSERT_TRUE(a1 && b1);
+  EXPECT_NEAR(a1->value, 500, 15);
+  EXPECT_NEAR(b1->value, 2e-6, 0.1e-6);
+  EXPECT_GT(a1->std_error, 0);
+  EXPECT_EQ(a1->unit, "MB/s");
+  EXPECT_NE(a1->source.find("fit of t = b1 + bytes/a1"), std::string::npos) << a1->source;
+  EXPECT_NE(a1->source.find("6 sizes 0..1048576 bytes x 3 replications"), std::string::npos)
+      << a1->source;
+  EXPECT_NE(a1->source.find("(`mpirun -np 2 probe-pingpong`)"), std::string::npos);
+  const TableValue* b5 = t.Parameter("b5");
+  ASSERT_TRUE(b5);
+  EXPECT_DOUBLE_EQ(b5->value, 5e-6);
+  // Replications 4.5, 5, 5.5 us: sample sd 0.5 us, standard error 0.5/sqrt(3).
+  EXPECT_NEAR(b5->std_error, 0.5e-6 / std::sqrt(3.0), 1e-12);
+  EXPECT_NE(b5->source.find("2 ranks, 3 replications, 4.5e-06..5.5e-06 s"), std::string::npos)
+      << b5->source;
+  for (const auto& [name, truth] :
+       std::map<std::string, double>{{"a2", 2e-9}, {"a3", 3e-8}, {"a4", 4e-7}}) {
+    const TableValue* p = t.Parameter(name);
+    const TableValue* k = t.Kernel(name);
+    ASSERT_TRUE(p && k) << name;
+    EXPECT_NEAR(p->value, truth, 0.03 * truth) << name;
+    EXPECT_EQ(p->value, k->value);
+    EXPECT_GT(p->std_error, 0);
+  }
+  ASSERT_TRUE(t.Measure("latency"));
+  EXPECT_NEAR(t.Measure("latency")->value, 2e-6, 0.1e-6);
+  // What is written reads back.
+  PlatformTable back = ParsePlatformTable(FormatPlatformTable(t), "node.toml");
+  EXPECT_EQ(back.name, "node");
+  EXPECT_EQ(back.parameters.size(), 6u);
+  EXPECT_EQ(back.kernels.size(), 3u);
+  EXPECT_NEAR(back.Parameter("a1")->value, a1->value, 1e-6 * a1->value);
+}
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    ProbeSamples s;
+    ParseProbeLines(text, "p.out", &s);
+    EstimatePlatform(s, Context());
+  } catch (const ProbeError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Probe, BadOrMissingOutputIsAClearError) {
+  EXPECT_NE(ErrorOf("{\"probe\":\"ping\"}\n").find("p.out:1: unknown probe 'ping'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("x\n{\"probe\":\"pingpong\",\"bytes\":8}\n")
+                .find("p.out:2: field 'mean_s' is missing or not a number"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{\"probe\":\"kernel\",\"kernel\":\"fft\",\"per_unit_s\":1,\"units\":1}\n")
+                .find("unknown kernel 'fft'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{broken\n").find("p.out:1: not a probe record"), std::string::npos);
+  EXPECT_NE(ErrorOf("").find("probe-pingpong gave 0 measurements"), std::string::npos);
+  std::string no_barrier;
+  std::istringstream in(ProbeText(500, 2e-6, 5e-6, 2));
+  for (std::string l; std::getline(in, l);)
+    if (l.find("barrier") == std::string::npos) no_barrier += l + "\n";
+  EXPECT_NE(ErrorOf(no_barrier).find("probe-barrier gave no measurement (b5)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace invmw::fit

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Command-line tests of `invmw fit --design` (results database), `invmw plot ...` and
+`invmw platform probe`. The database is synthetic Opal data with known truth (fit_make_results_db):
+fitted values must match the truth, plot data files must hold the right numbers, images must be
+valid SVG/PNG, and a probe of this machine must write a table `invmw platform show` reads."""
+import argparse
+import json
+import os
+import shlex
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+failures = []
+TRUTH = {'a1': 1000, 'b1': 20e-6, 'a2': 5e-9, 'a3': 5e-8, 'a4': 1e-6, 'b5': 2e-5}  # "local"
+
+
+def check(ok, what):
+    print(('ok   ' if ok else 'FAIL ') + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(cmd, expect=0):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    if p.returncode != expect:
+        sys.exit(f'{" ".join(cmd)}: exit {p.returncode}, expected {expect}\n{p.stderr}')
+    return p
+
+
+def images_ok(base):
+    for ext in ('dat', 'gp', 'svg', 'png'):
+        check(os.path.getsize(f'{base}.{ext}') > 0, f'{base}.{ext} written and not empty')
+    root = ET.parse(f'{base}.svg').getroot()
+    check(root.tag.endswith('svg'), f'{base}.svg is SVG XML')
+    with open(f'{base}.png', 'rb') as f:
+        check(f.read(8) == b'\x89PNG\r\n\x1a\n', f'{base}.png has the PNG signature')
+    gp = open(f'{base}.gp').read()
+    check(f"'{os.path.basename(base)}.dat'" in gp, f'{base}.gp reads its data file by name')
+
+
+def rows(path):
+    out = []
+    for line in open(path):
+        if not line.startswith('#') and line.strip():
+            out.append(shlex.split(line))
+    return out
+
+
+def close(a, b, rel=1e-6):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def test_fit_and_plots(a, tmp):
+    db = os.path.join(tmp, 'results.db')
+    run([a.make_db, db])
+    table = os.path.join(tmp, 'local-fit.toml')
+    fit = run([a.invmw, 'fit', '--model', 'opal', '--design', 'opal-84', '--db', db,
+               '--platform', 'local', '--json', '--out', table]).stdout
+    j = json.loads(fit)
+    check(j['converged'], 'fit from the database converged')
+    check(j['observations'] == 84 * 2 * 5, f'168 ok runs x 5 responses fitted ({j["observations"]})')
+    for p in j['parameters']:
+        err = abs(p['value'] - TRUTH[p['name']]) / TRUTH[p['name']]
+        check(err < 0.05, f'{p["name"]} = {p["value"]:.4g} within 5% of the truth {TRUTH[p["name"]]:g}')
+    show = run([a.invmw, 'platform', 'show', table]).stdout
+    check('fit of opal to' in show and 'design opal-84 platform local' in show,
+          'written table names the design and platform it came from')
+    e = run([a.invmw, 'fit', '--model', 'opal', '--design', 'opal-84', '--db', db], expect=2).stderr
+    check('several platforms (emu-a, local)' in e, 'mixed platforms refused: ' + e.strip()[:80])
+    e = run([a.invmw, 'fit', '--model', 'opal', '--design', 'nope', '--db', db], expect=2).stderr
+    check("no successful run of design 'nope'" in e, 'unknown design named')
+    fit_json = os.path.join(tmp, 'fit.json')
+    open(fit_json, 'w').write(fit)
+
+    # Breakdown: bar means equal the database's means over the replications.
+    base = os.path.join(tmp, 'plots', 'breakdown')
+    run([a.invmw, 'plot', 'breakdown', '--design', 'opal-84', '--db', db, '--platform', 'local',
+         '--where', 'n=2000', '--where', 'u=1', '--where', 'nt=100', '--out', base])
+    images_ok(base)
+    con = sqlite3.connect(db)
+    want = {}
+    for f, r in con.execute("SELECT factors, responses FROM runs WHERE design='opal-84' AND "
+                            "platform='local' AND status='ok'"):
+        f, r = json.loads(f), json.loads(r)
+        if f['n'] == 2000 and f['u'] == 1 and f['nt'] == 100:
+            want.setdefault(f['p'], []).append(r)
+    con.close()
+    header = open(base + '.dat').readline().split()[1:]
+    got = rows(base + '.dat')
+    check(len(got) == 7 and [float(r[0]) for r in got] == list(range(1, 8)), 'one bar per p = 1..7')
+    ok = True
+    for r in got:
+        runs = want[float(r[0])]
+        for k, name in enumerate(header[1:-1], start=1):
+            mean = sum(x[name] for x in runs) / len(runs)
+            ok = ok and close(float(r[k]), mean)
+    check(ok, 'breakdown.dat holds the mean of every component and t_wall per p')
+
+    # Measured vs predicted: one row per design point, numbers from the fit.
+    base = os.path.join(tmp, 'plots', 'mvp')
+    run([a.invmw, 'plot', 'measured-vs-predicted', '--fit', fit_json, '--out', base])
+    images_ok(base)
+    got = rows(base + '.dat')
+    check(len(got) == 84, f'84 design points in mvp.dat ({len(got)})')
+    by_point = {}
+    for res in j['residuals']:
+        if res['response'] == 't_opal':
+            by_point.setdefault(res['point'], []).append(res)
+    ok = True
+    for i, r in enumerate(got):
+        rs = by_point[i]
+        ok = ok and close(float(r[2]), sum(x['measured'] for x in rs) / len(rs))
+        ok = ok and close(float(r[3]), min(x['measured'] for x in rs))
+        ok = ok and close(float(r[5]), rs[0]['predicted'])
+    check(ok, 'mvp.dat: measured mean/min and predicted per point match the fit JSON')
+    check(got[0][1] == 'n=500 nt=100 u=1 p=1', f'points labelled by varying factors ({got[0][1]})')
+
+    # Prediction: time and speedup per platform, as predict --json says.
+    pred = run([a.invmw, 'predict', '--model', 'opal', '--platform', 'cray-j90', '--platform',
+                'fast-cops', '--set', 'n=4289', '--set', 'nt=140', '--set', 's=10', '--set', 'u=1',
+                '--sweep', 'p=1..7', '--json']).stdout
+    pred_json = os.path.join(tmp, 'pred.json')
+    open(pred_json, 'w').write(pred)
+    pj = json.loads(pred)
+    base = os.path.join(tmp, 'plots', 'predict')
+    run([a.invmw, 'plot', 'predict', '--prediction', pred_json, '--out', base])
+    images_ok(base)
+    got = rows(base + '.dat')
+    ok = len(got) == 7
+    for i, r in enumerate(got):
+        for k, plat in enumerate(pj['platforms']):
+            ok = ok and close(float(r[1 + 2 * k]), plat['points'][i]['time'], 1e-8)
+            ok = ok and close(float(r[2 + 2 * k]), plat['points'][i]['speedup'], 1e-8)
+    check(ok, 'predict.dat: time and speedup of both platforms per p')
+    e = run([a.invmw, 'plot', 'breakdown', '--design', 'opal-84', '--db', db, '--platform',
+             'local', '--out', base], expect=2).stderr
+    check("differ in factor 'n'" in e, 'breakdown refuses to mix design points')
+
+
+def test_probe(a, tmp):
+    out = os.path.join(tmp, 'node.toml')
+    run([a.invmw, 'platform', 'probe', '--name', 'ctest-node', '--out', out, '--replications', '2',
+         '--n', '600', '--pingpong-reps', '20', '--barrier-reps', '100', '--sizes',
+         '0,8,4096,65536,1048576', '--quiet'])
+    show = run([a.invmw, 'platform', 'show', out]).stdout
+    print(show)
+    vals = {}
+    for line in show.splitlines():
+        w = line.split()
+        if len(w) > 2 and w[0] in ('a1', 'b1', 'a2', 'a3', 'a4', 'b5') and w[0] not in vals:
+            vals[w[0]] = float(w[1])
+    check(sorted(vals) == ['a1', 'a2', 'a3', 'a4', 'b1', 'b5'], 'all six parameters in the table')
+    check(all(v > 0 for v in vals.values()), 'all positive')
+    check(1 < vals.get('a1', 0) < 1e6, 'a1 plausible (1 MB/s .. 1 TB/s)')
+    check(vals.get('b1', 1) < 1e-2 and vals.get('b5', 1) < 1e-2, 'b1, b5 below 10 ms')
+    check(all(vals.get(k, 1) < 1e-3 for k in ('a2', 'a3', 'a4')), 'a2..a4 below 1 ms per unit')
+    e = run([a.invmw, 'platform', 'probe', '--name', 'ctest-node', '--out', out], expect=2).stderr
+    check('exists (use --force' in e, 'an existing table is not overwritten')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--invmw', required=True)
+    ap.add_argument('--make-db')
+    ap.add_argument('--probe', action='store_true', help='run the probe test instead')
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix='invmw-fitx-') as tmp:
+        if a.probe:
+            test_probe(a, tmp)
+        else:
+            test_fit_and_plots(a, tmp)
+    if failures:
+        sys.exit(f'{len(failures)} check(s) failed')
+
+
+if __name__ == '__main__':
+    main()
