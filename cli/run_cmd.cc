@@ -25,6 +25,7 @@
 #include "common/run_dir.h"
 #include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
+#include "pvm_wrap/merge.h"
 
 namespace invmw::cli {
 namespace {
@@ -73,8 +74,14 @@ std::string ProgramFlavor(const std::string& prog) {
   if (!p) return "openmpi";
   char line[1024];
   std::string flavor = "openmpi";
-  while (std::fgets(line, sizeof line, p))
+  bool pvm = false, mpi = false;
+  while (std::fgets(line, sizeof line, p)) {
     if (std::strstr(line, "libmpich")) flavor = "mpich";
+    mpi |= std::strstr(line, "libmpi") != nullptr;
+    pvm |= std::strstr(line, "libpvm3") != nullptr;
+  }
+  // A PVM program gets the PVM companion library (pvm_wrap), unless it also uses MPI.
+  if (pvm && !mpi) flavor = "pvm";
   pclose(p);
   return flavor;
 }
@@ -107,7 +114,8 @@ int Run(int argc, char** argv) {
   args.Option("--out", "DIR", &out,
               "experiment directory (default: invmw-YYYYMMDD-HHMMSS-<id> here)")
       .Option("--mpi", "NAME", &mpi,
-              "MPI of the program: openmpi or mpich (default: from the launcher or program)")
+              "MPI of the program: openmpi, mpich or pvm (default: from the launcher or "
+              "program; a program linked with libpvm3 gets libinvmw-pvm.so)")
       .Option("--lib", "PATH", &lib, "preload this library instead of the matching libinvmw")
       .Repeated("--env", "VAR=VALUE", &env,
                 "set an INVMW_* variable for the ranks (see `invmw config list`)")
@@ -122,7 +130,8 @@ int Run(int argc, char** argv) {
           "  invmw run --out results/run1 --env INVMW_WRAP_EXCLUDE=MPI_Iprobe -- mpiexec -n 2 "
           "./app\n"
           "  invmw run -- mpirun.mpich -n 2 ./app      (uses libinvmw-mpich.so)\n"
-          "PVM programs and plain LD_PRELOAD use: see README.md.");
+          "A program linked with libpvm3 gets libinvmw-pvm.so and its tasks are merged after\n"
+          "the run (docs/pvm.md). Plain LD_PRELOAD use: see README.md.");
   bool done;
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (command.empty()) return Fail("nothing to run: give the command after `--` (see --help)");
@@ -147,8 +156,8 @@ int Run(int argc, char** argv) {
     else
       mpi = "";  // srun: the default library
   }
-  if (!mpi.empty() && mpi != "openmpi" && mpi != "mpich")
-    return Fail("--mpi " + mpi + ": expected openmpi or mpich");
+  if (!mpi.empty() && mpi != "openmpi" && mpi != "mpich" && mpi != "pvm")
+    return Fail("--mpi " + mpi + ": expected openmpi, mpich or pvm");
   if (lib.empty()) {
     std::string err;
     lib = FindPreloadLibrary(mpi, &err);
@@ -232,6 +241,17 @@ int Run(int argc, char** argv) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
 
+  // A PVM run: every task wrote its own data; merge it now that the program has ended.
+  if (pvm::HasPvmData(out)) {
+    pvm::MergeOptions mo;
+    mo.wait_s = config::Load().PVM_MERGE_WAIT;
+    pvm::MergeResult r = pvm::Merge(out, mo);
+    for (const auto& p : r.problems) std::fprintf(stderr, "invmw: pvm: %s\n", p.c_str());
+    for (const auto& s : r.static_programs)
+      std::fprintf(stderr, "invmw: pvm: %s has PVM linked in statically: not recorded\n",
+                   s.c_str());
+    if (r.ok && !quiet) std::fprintf(stderr, "invmw: merged %zu PVM task(s)\n", r.tasks.size());
+  }
   bool has_profile = stat((out + "/profile.json").c_str(), &st) == 0;
   if (!has_profile) {
     std::string err;

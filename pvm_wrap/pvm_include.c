@@ -1,0 +1,1 @@
+#include <pvm3.h>

@@ -1,0 +1,420 @@
+// Start-up, output and shut-down of a PVM task under the preload (see task_state.h).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pvm3.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/clock.h"
+#include "common/run_dir.h"
+#include "invmw_version.h"
+#include "pvm_wrap/clock_sync.h"
+#include "pvm_wrap/task_state.h"
+
+namespace invmw::pvm {
+
+TaskState g;
+INVMW_PVM_TLS int tls_depth = 0;
+INVMW_PVM_TLS bool tls_owner = false;
+
+namespace {
+
+void* g_real[kNumFuncs];
+bool g_resolved[kNumFuncs];
+clock::Anchor g_start_anchor;
+
+// Holds the depth high while invmw itself makes PVM calls.
+struct Internal {
+  int saved = tls_depth;
+  Internal() { tls_depth = 1000; }
+  ~Internal() { tls_depth = saved; }
+};
+
+void WriteAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    c += w;
+    n -= size_t(w);
+  }
+}
+
+// Appends one line to the task's description file (task-<tid>.jsonl).
+void DefsLine(const char* line) {
+  std::string path = g.prefix + ".jsonl";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    ++g.errors;
+    return;
+  }
+  WriteAll(fd, line, std::strlen(line));
+  WriteAll(fd, "\n", 1);
+  close(fd);
+}
+
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      o += ' ';
+    else
+      o += c;
+  }
+  return o + "\"";
+}
+
+std::string ProgramPath() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  buf[n] = 0;
+  return buf;
+}
+
+std::string Basename(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+bool MakeDirs(const std::string& path) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+const int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_old_actions[sizeof kSignals / sizeof kSignals[0]];
+
+void OnSignal(int sig) {
+  FinishTask(raw::kEndSignal, sig);
+  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
+    if (kSignals[i] == sig) sigaction(sig, &g_old_actions[i], nullptr);
+  raise(sig);
+}
+
+void OnExit() {
+  FinishTask(raw::kEndExit, 0);
+}
+
+void WriteFunctionsLine() {
+  std::string names, kinds, classes;
+  for (int i = 0; i < kNumFuncs; ++i) {
+    const char* sep = i ? "," : "";
+    names += sep + JsonString(kFuncNames[i]);
+    kinds += sep + JsonString(kFuncKinds[i]);
+    classes += sep + JsonString(kFuncClasses[i]);
+  }
+  std::string line = "{\"type\":\"functions\",\"names\":[" + names + "],\"kinds\":[" + kinds +
+                     "],\"classes\":[" + classes + "]}";
+  DefsLine(line.c_str());
+}
+
+bool IsSkipped(const std::string& prog) {
+  for (const auto& s : g.cfg.PVM_SKIP_PROGRAMS)
+    if (s == prog) return true;
+  return false;
+}
+
+bool LibpvmLoaded() {
+  return dl_iterate_phdr(
+             [](dl_phdr_info* info, size_t, void*) {
+               return info->dlpi_name && std::strstr(info->dlpi_name, "libpvm3") ? 1 : 0;
+             },
+             nullptr) != 0;
+}
+
+// A program with libpvm3 linked in statically carries its strings but loads no libpvm3.so:
+// its PVM calls never reach our symbols.
+bool StaticallyLinkedPvm() {
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool found = false;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void* p = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      static const char kMarkA[] = "libpvm [t%x]";
+      static const char kMarkB[] = "PVM_EXPORT";
+      found = memmem(p, size_t(st.st_size), kMarkA, sizeof kMarkA - 1) &&
+              memmem(p, size_t(st.st_size), kMarkB, sizeof kMarkB - 1);
+      munmap(p, size_t(st.st_size));
+    }
+  }
+  close(fd);
+  return found;
+}
+
+}  // namespace
+
+void WarnOnce(const std::string& msg) {
+  std::fprintf(stderr, "invmw: warning: %s\n", msg.c_str());
+}
+
+void* RealByName(const char* name) {
+  return dlsym(RTLD_NEXT, name);
+}
+
+void* Real(FuncId f) {
+  if (__builtin_expect(g_resolved[f], 1)) return g_real[f];
+  g_real[f] = dlsym(RTLD_NEXT, kFuncNames[f]);
+  g_resolved[f] = true;
+  return g_real[f];
+}
+
+int PvmgsTid() {
+  if (g.pvmgs_tid || g.pvmgs_looked_up) return g.pvmgs_tid;
+  g.pvmgs_looked_up = true;
+  auto tasks = reinterpret_cast<int (*)(int, int*, struct pvmtaskinfo**)>(RealByName("pvm_tasks"));
+  if (!tasks) return 0;
+  Internal guard;
+  int n = 0;
+  struct pvmtaskinfo* ti = nullptr;
+  if (tasks(0, &n, &ti) < 0) return 0;
+  for (int i = 0; i < n; ++i)
+    if (ti[i].ti_a_out && Basename(ti[i].ti_a_out) == "pvmgs") g.pvmgs_tid = ti[i].ti_tid;
+  return g.pvmgs_tid;
+}
+
+bool Activate() {
+  if (g.state != State::kUnset) return g.state == State::kActive;
+  g.state = State::kPassive;  // until proven otherwise; also stops recursion
+  Internal guard;
+  g.cfg = config::Load();
+  if (!g.cfg.WRAP_ENABLE || IsSkipped(Basename(ProgramPath()))) return false;
+  auto mytid = reinterpret_cast<int (*)()>(RealByName("pvm_mytid"));
+  auto parent = reinterpret_cast<int (*)()>(RealByName("pvm_parent"));
+  if (!mytid || !parent) return false;
+  g_start_anchor = clock::TakeAnchor();
+  g.init_ticks = clock::Ticks();
+  g.init_realtime_ns = clock::RealtimeNs();
+  g.tid = mytid();
+  if (g.tid <= 0) return false;  // no daemon: the application sees the same error itself
+  g.parent = parent();
+  if (g.parent < 0) g.parent = 0;
+
+  g.dir = g.cfg.OUTPUT_DIR;
+  if (g.dir.empty()) {
+    // The first task of a plain LD_PRELOAD run chooses the directory; its children get it
+    // through PVM_EXPORT at spawn (spawn_export.cc).
+    char cwd[4096];
+    g.dir = (getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" : "") + DefaultRunDirName();
+    setenv("INVMW_OUTPUT_DIR", g.dir.c_str(), 1);
+  }
+  if (!MakeDirs(g.dir + "/raw/pvm")) {
+    WarnOnce("cannot create " + g.dir + "/raw/pvm: " + std::strerror(errno) +
+             "; this PVM task is not recorded");
+    return false;
+  }
+  char name[64];
+  std::snprintf(name, sizeof name, "/raw/pvm/task-%08x", unsigned(g.tid));
+  g.prefix = g.dir + name;
+  gethostname(g.host, sizeof g.host - 1);
+  for (int i = 0; i < kNumFuncs; ++i)
+    g.collects[i] =
+        std::strcmp(kFuncClasses[i], "group") == 0 || std::strcmp(kFuncClasses[i], "barrier") == 0;
+
+  g.dump_cap = sizeof(raw::RankHeader) + (kNumFuncs + 1) * sizeof(raw::FuncRecord);
+  g.dump_buf = static_cast<char*>(std::calloc(1, g.dump_cap));
+  if (g.cfg.TRACE_ENABLE) {
+    g.events_cap = g.cfg.TRACE_BUFFER / sizeof(trace::EventRecord);
+    if (g.events_cap < 1024) g.events_cap = 1024;
+    g.events = static_cast<trace::EventRecord*>(std::calloc(g.events_cap, sizeof *g.events));
+    std::string path = g.prefix + "-events.bin";
+    g.events_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (g.events && g.events_fd >= 0) {
+      trace::EventFileHeader h{};
+      h.magic = trace::kEventMagic;
+      h.version = trace::kEventVersion;
+      h.header_size = sizeof h;
+      h.record_size = sizeof(trace::EventRecord);
+      h.rank = -1;  // set at the merge, when ranks are known
+      WriteAll(g.events_fd, &h, sizeof h);
+      g.trace_on = true;
+    }
+  }
+
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "{\"type\":\"task\",\"tid\":%d,\"parent\":%d,\"host\":%s,\"pid\":%d,"
+                "\"program\":%s,\"init_ticks\":%llu,\"init_realtime_ns\":%lld,"
+                "\"trace\":%s,\"invmw_version\":%s}",
+                g.tid, g.parent, JsonString(g.host).c_str(), int(getpid()),
+                JsonString(ProgramPath()).c_str(), (unsigned long long)g.init_ticks,
+                (long long)g.init_realtime_ns, g.trace_on ? "true" : "false",
+                JsonString(INVMW_VERSION).c_str());
+  DefsLine(line);
+  WriteFunctionsLine();
+  DefsLine("{\"type\":\"thread\",\"index\":0,\"location\":\"main\"}");
+
+  // A spawned task measures its clock against its parent, which waits in pvm_spawn.
+  if (const char* ctx = std::getenv("INVMW_PVM_SYNC_CONTEXT"); ctx && *ctx && g.parent > 0) {
+    unsetenv("INVMW_PVM_SYNC_CONTEXT");  // it belongs to this task's own spawn, not its children's
+    ClockOffset off = SyncWithParent(g.parent, std::atoi(ctx), int(g.cfg.PVM_SYNC_ROUNDS),
+                                     g.cfg.PVM_SYNC_TIMEOUT);
+    if (off.ok) {
+      std::snprintf(line, sizeof line,
+                    "{\"type\":\"clock\",\"phase\":\"init\",\"ticks\":%llu,\"offset_ticks\":%.1f,"
+                    "\"uncertainty_ticks\":%.1f,\"relative_to_tid\":%d}",
+                    (unsigned long long)off.ticks, off.offset_ticks, off.uncertainty_ticks,
+                    g.parent);
+      DefsLine(line);
+    } else {
+      DefsLine(
+          "{\"type\":\"note\",\"text\":\"clock offset to the parent not measured (timeout)\"}");
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
+    if (g.cfg.PROFILE_RAW_ON_SIGNAL) sigaction(kSignals[i], &sa, &g_old_actions[i]);
+  std::atexit(OnExit);
+  tls_owner = true;
+  g.state = State::kActive;
+  return true;
+}
+
+void PushEvent(const trace::EventRecord& r) {
+  if (g.nevents == g.events_cap) {
+    // Written out inside the call; the stretch is marked so a viewer shows the cost.
+    trace::EventRecord flush{};
+    flush.type = trace::kFlush;
+    flush.t_enter = clock::Ticks();
+    WriteAll(g.events_fd, g.events, g.nevents * sizeof *g.events);
+    g.nevents = 0;
+    ++g.flushes;
+    flush.t_leave = clock::Ticks();
+    g.events[g.nevents++] = flush;
+  }
+  g.events[g.nevents++] = r;
+}
+
+void AppendDefs(const std::string& line) {
+  DefsLine(line.c_str());
+}
+
+void FinishTask(uint32_t reason, int signal) {
+  if (g.state != State::kActive) return;
+  g.state = State::kEnded;
+  const uint64_t end_ticks = clock::Ticks();
+  double tps = clock::TicksPerSecond(g_start_anchor, clock::TakeAnchor());
+  if (tps <= 0) tps = clock::CalibrateTicksPerSecond();
+  g.ticks_per_second = tps;
+
+  if (g.trace_on) {
+    WriteAll(g.events_fd, g.events, g.nevents * sizeof *g.events);
+    g.nevents = 0;
+    close(g.events_fd);
+  }
+
+  // The raw dump: rank and world size are filled in by the merge.
+  raw::RankHeader h{};
+  h.magic = raw::kMagic;
+  h.version = raw::kVersion;
+  h.header_size = sizeof h;
+  h.record_size = sizeof(raw::FuncRecord);
+  h.rank = -1;
+  h.pid = int32_t(getpid());
+  h.flags = (reason == raw::kEndFinalize ? 0u : uint32_t(raw::kFlagIncomplete)) |
+            (g.trace_on ? uint32_t(raw::kFlagTraceOn) : 0u);
+  h.end_reason = reason;
+  h.end_signal = signal;
+  h.num_threads = 1;
+  h.dropped_threads = g.dropped_threads;
+  h.errors = g.errors;
+  h.ticks_per_second = tps;
+  h.init_ticks = g.init_ticks;
+  h.end_ticks = end_ticks;
+  h.init_realtime_ns = g.init_realtime_ns;
+  h.wall_s = double(end_ticks - g.init_ticks) / tps;
+  std::snprintf(h.host, sizeof h.host, "%s", g.host);
+  std::snprintf(h.mpi_library, sizeof h.mpi_library, "PVM 3 (libpvm3, symbol interposition)");
+  std::snprintf(h.invmw_version, sizeof h.invmw_version, "%s", INVMW_VERSION);
+  std::snprintf(h.mpi_flavor, sizeof h.mpi_flavor, "pvm");
+  size_t off = sizeof h;
+  auto add = [&](const char* name, const FuncStats& s) {
+    if (!s.calls || off + sizeof(raw::FuncRecord) > g.dump_cap) return;
+    raw::FuncRecord r{};
+    std::snprintf(r.name, sizeof r.name, "%s", name);
+    r.calls = s.calls;
+    r.ticks = s.ticks;
+    r.bytes_sent = s.bytes_sent;
+    r.bytes_recv = s.bytes_recv;
+    r.max_ticks = s.max_ticks;
+    std::memcpy(r.hist, s.hist, sizeof r.hist);
+    std::memcpy(g.dump_buf + off, &r, sizeof r);
+    off += sizeof r;
+    ++h.num_funcs;
+  };
+  for (int i = 0; i < kNumFuncs; ++i) add(kFuncNames[i], g.stats[i]);
+  add("pvmgs", g.pvmgs);
+  std::memcpy(g.dump_buf, &h, sizeof h);
+  // Written under a temporary name and renamed: the merge takes a present dump as complete.
+  std::string tmp = g.prefix + ".bin.tmp", fin = g.prefix + ".bin";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    WriteAll(fd, g.dump_buf, off);
+    close(fd);
+  }
+
+  static const char* const kReasons[] = {"finalize", "exit_without_finalize", "abort", "signal",
+                                         "running"};
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "{\"type\":\"end\",\"reason\":\"%s\",\"signal\":%d,\"end_ticks\":%llu,"
+                "\"ticks_per_second\":%.3f,\"dropped_events\":0,\"flushes\":%llu,"
+                "\"dropped_parts\":%llu,\"pvmgs_tid\":%d}",
+                kReasons[reason < 5 ? reason : 4], signal, (unsigned long long)end_ticks, tps,
+                (unsigned long long)g.flushes, (unsigned long long)g.dropped_parts, g.pvmgs_tid);
+  DefsLine(line);
+  rename(tmp.c_str(), fin.c_str());
+}
+
+// At load: nothing is resolved for programs without PVM. A spawned task (its parent exported
+// INVMW_PVM_SYNC_CONTEXT) enrols at once, so its parent, waiting in pvm_spawn, is answered
+// without delay; the first task enrols at its first PVM call.
+void OnLoad() {
+  if (LibpvmLoaded()) {
+    if (const char* ctx = std::getenv("INVMW_PVM_SYNC_CONTEXT"); ctx && *ctx) Activate();
+    return;
+  }
+  if (StaticallyLinkedPvm()) {
+    std::string prog = ProgramPath();
+    WarnOnce(prog +
+             " has the PVM library linked in statically: its PVM calls cannot be interposed "
+             "and are not recorded (link it with -lpvm3, the shared library)");
+    if (const char* dir = std::getenv("INVMW_OUTPUT_DIR");
+        dir && *dir && MakeDirs(std::string(dir) + "/raw/pvm")) {
+      std::string path = std::string(dir) + "/raw/pvm/static-" + std::to_string(getpid()) + ".txt";
+      if (FILE* f = std::fopen(path.c_str(), "w")) {
+        std::fprintf(f, "%s\n", prog.c_str());
+        std::fclose(f);
+      }
+    }
+  }
+}
+
+// Runs at load, after the state above is constructed (dynamic initialisation follows the order
+// of definition within a file; a constructor attribute would not wait for it).
+const bool g_loaded = (OnLoad(), true);
+
+}  // namespace invmw::pvm

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the PVM preload (pvm_wrap/CMakeLists.txt registers them).
+
+  known  runs examples/pvm_known.c (4 tasks, traffic known exactly; see its header comment)
+         under `invmw run --trace` and checks the profile's counts and bytes, the tid -> rank
+         table, that the group server's traffic is kept apart, and that in the OTF2 trace
+         (read with otf2-print) every receive is matched by a send with the same sender,
+         receiver, tag and size.
+  nopvm  runs a program without PVM with the library preloaded: same output, no PVM symbol
+         bound (LD_DEBUG=bindings), nothing written, nothing printed about PVM.
+
+Needs a running daemon for `known` (the pvmd fixture). Exits 1 with a message naming the
+first mismatch.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+NWORK = 3
+XDR_INT, XDR_DOUBLE = 4, 8
+
+
+def fail(msg):
+    print('FAIL: ' + msg)
+    sys.exit(1)
+
+
+def expect(what, got, want):
+    if got != want:
+        fail('%s: got %r, expected %r' % (what, got, want))
+    print('ok   %s = %r' % (what, got))
+
+
+def check_known(a):
+    shutil.rmtree(a.out, ignore_errors=True)
+    r = subprocess.run([a.invmw, 'run', '--trace', '--out', a.out, '--', a.prog],
+                       capture_output=True, text=True, timeout=60)
+    print(r.stdout + r.stderr)
+    if r.returncode != 0:
+        fail('invmw run exited with %d' % r.returncode)
+    prof = json.load(open(os.path.join(a.out, 'profile.json')))
+    f = prof['functions']
+    expect('ranks', prof['summary']['ranks'], NWORK + 1)
+    expect('incomplete', prof['incomplete'], False)
+    expect('metadata.mpi_flavor', prof['metadata']['mpi_flavor'], 'pvm')
+    tasks = prof['pvm']['tasks']
+    expect('rank 0 is the master (no parent)', tasks[0]['parent'], '')
+    expect('ranks 1..3 are the master\'s children',
+           [t['parent'] for t in tasks[1:]], [tasks[0]['tid']] * NWORK)
+
+    def fn(name, key):
+        return f.get(name, {}).get(key, 0)
+
+    # Sends: 3 x 100 ints; mcast: 50 doubles to 3 workers; psend: 3 x 25 doubles.
+    expect('pvm_send calls', fn('pvm_send', 'calls'), NWORK)
+    expect('pvm_send bytes', fn('pvm_send', 'bytes_sent'), NWORK * 100 * XDR_INT)
+    expect('pvm_mcast calls', fn('pvm_mcast', 'calls'), 1)
+    expect('pvm_mcast bytes', fn('pvm_mcast', 'bytes_sent'), NWORK * 50 * XDR_DOUBLE)
+    expect('pvm_bcast calls', fn('pvm_bcast', 'calls'), 1)
+    expect('pvm_bcast bytes', fn('pvm_bcast', 'bytes_sent'), NWORK * 8 * XDR_INT)
+    expect('pvm_psend calls', fn('pvm_psend', 'calls'), NWORK)
+    expect('pvm_psend bytes', fn('pvm_psend', 'bytes_sent'), NWORK * 25 * 8)
+    expect('pvm_precv calls', fn('pvm_precv', 'calls'), NWORK)
+    expect('pvm_precv bytes', fn('pvm_precv', 'bytes_recv'), NWORK * 25 * 8)
+    # Workers: recv of tag 10, 11 and 13; the group library's receives are not counted here.
+    expect('pvm_recv calls', fn('pvm_recv', 'calls'), 3 * NWORK)
+    expect('pvm_recv bytes', fn('pvm_recv', 'bytes_recv'),
+           NWORK * (100 * XDR_INT + 50 * XDR_DOUBLE + 8 * XDR_INT))
+    expect('pvm_barrier calls', fn('pvm_barrier', 'calls'), 2 * (NWORK + 1))
+    expect('pvm_joingroup calls', fn('pvm_joingroup', 'calls'), NWORK + 1)
+    expect('pvm_spawn calls', fn('pvm_spawn', 'calls'), 1)
+    expect('pvm_pkint calls', fn('pvm_pkint', 'calls'), NWORK + 1)
+    expect('pvm_pkint bytes', fn('pvm_pkint', 'bytes_sent'), (NWORK * 100 + 8) * 4)
+    expect('pvm_upkdouble bytes', fn('pvm_upkdouble', 'bytes_recv'), NWORK * 50 * 8)
+    expect('pvm_upkint calls', fn('pvm_upkint', 'calls'), 2 * NWORK)
+    if fn('pvmgs', 'calls') <= 0:
+        fail('no traffic with the group server recorded under "pvmgs"')
+    print('ok   pvmgs messages = %d (kept apart)' % fn('pvmgs', 'calls'))
+    for rk in prof['ranks']:
+        expect('rank %d end' % rk['rank'], rk['end'], 'finalize')
+
+    # The trace, read back independently.
+    archive = os.path.join(a.out, 'traces.otf2')
+    if not os.path.exists(archive):
+        fail('no traces.otf2')
+    out = subprocess.run([a.otf2_print, archive], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        fail('otf2-print failed: ' + out.stderr)
+    # otf2-print: "MPI_SEND  <loc>  <time>  Receiver: R ... Tag: T, Length: L"
+    sends, recvs = collections.Counter(), collections.Counter()
+    loc_rank = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r'(MPI_SEND|MPI_RECV)\s+(\d+)\s+\d+\s+(Receiver|Sender): (\d+).*'
+                     r'Tag: (\d+), Length: (\d+)', line)
+        if not m:
+            continue
+        kind, loc, _, peer, tag, length = m.groups()
+        me = int(loc) & 0xffffffff
+        if kind == 'MPI_SEND':
+            sends[(me, int(peer), int(tag), int(length))] += 1
+        else:
+            recvs[(int(peer), me, int(tag), int(length))] += 1
+    expect('trace sends (send + mcast + bcast + psend)', sum(sends.values()), 4 * NWORK)
+    expect('trace receives', sum(recvs.values()), 4 * NWORK)
+    unmatched = recvs - sends
+    if unmatched:
+        fail('receives without a matching send (sender, receiver, tag, bytes): %s' %
+             dict(unmatched))
+    print('ok   every receive matched by its send')
+    chk = subprocess.run([a.invmw, 'trace', 'check', a.out], capture_output=True, text=True)
+    print(chk.stdout[-2000:] + chk.stderr[-2000:])
+    if chk.returncode != 0:
+        fail('invmw trace check failed')
+
+
+def check_nopvm(a):
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+    plain = subprocess.run([a.prog], capture_output=True, text=True)
+    env = dict(os.environ, LD_PRELOAD=a.lib, LD_DEBUG='bindings',
+               LD_DEBUG_OUTPUT=os.path.join(a.out, 'ld'), INVMW_OUTPUT_DIR=a.out)
+    pre = subprocess.run([a.prog], capture_output=True, text=True, env=env)
+    expect('exit status', pre.returncode, plain.returncode)
+    expect('stdout', pre.stdout, plain.stdout)
+    expect('stderr', pre.stderr, plain.stderr)
+    bound = []
+    for name in os.listdir(a.out):
+        if name.startswith('ld'):
+            for line in open(os.path.join(a.out, name)):
+                if re.search(r"symbol `pvm_", line):
+                    bound.append(line.strip())
+    expect('PVM symbols bound', bound, [])
+    expect('files written besides the loader log',
+           sorted(n for n in os.listdir(a.out) if not n.startswith('ld')), [])
+    shutil.rmtree(a.out, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('mode', choices=['known', 'nopvm'])
+    ap.add_argument('--invmw')
+    ap.add_argument('--lib')
+    ap.add_argument('--prog', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--otf2-print', default='otf2-print')
+    a = ap.parse_args()
+    (check_known if a.mode == 'known' else check_nopvm)(a)
+    print('PASS')
+
+
+if __name__ == '__main__':
+    main()
