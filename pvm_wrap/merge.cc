@@ -18,6 +18,7 @@
 
 #include "common/event_format.h"
 #include "common/raw_format.h"
+#include "common/sample_format.h"
 #include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
 #include "invmw_version.h"
@@ -43,6 +44,47 @@ struct Task {
   std::string base;                    // path without extension
   bool has_dump = false;
 };
+
+bool WriteFile(const std::string& path, const std::string& data);
+
+// The task's sampler files (written as rank 0 under <task>.sampler/raw/) become rank R's, as
+// an MPI rank would have written them, so the profile and the converter find them.
+void AdoptSamplerFiles(const std::string& base, const std::string& raw_dir, int rank,
+                       std::vector<std::string>* problems) {
+  const fs::path from = fs::path(base + ".sampler") / "raw";
+  if (!fs::is_directory(from)) return;  // sampling was off in this task
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "%06d", rank);
+  const std::string name = fs::path(base).filename().string();
+  try {
+    std::ifstream metrics(from / "metrics-000000.jsonl");
+    std::string line, out;
+    while (std::getline(metrics, line)) {
+      if (line.empty()) continue;
+      json j = json::parse(line);
+      if (j.value("type", "") == "sampler") j["rank"] = rank;
+      out += j.dump() + "\n";
+    }
+    if (!out.empty()) WriteFile(raw_dir + "/metrics-" + tag + ".jsonl", out);
+    std::ifstream in(from / "samples-000000.bin", std::ios::binary);
+    std::string bin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bin.size() >= sizeof(samples::SampleFileHeader)) {
+      samples::SampleFileHeader h;
+      std::memcpy(&h, bin.data(), sizeof h);
+      h.rank = rank;
+      std::memcpy(bin.data(), &h, sizeof h);
+      WriteFile(raw_dir + "/samples-" + tag + ".bin", bin);
+    }
+    std::ifstream res(from / "resources-000000.json");
+    if (res) {
+      json r = json::parse(res);
+      r["rank"] = rank;
+      WriteFile(raw_dir + "/resources-" + tag + ".json", r.dump(2) + "\n");
+    }
+  } catch (const std::exception& e) {
+    problems->push_back("raw/pvm/" + name + ".sampler: " + e.what() + "; samples left out");
+  }
+}
 
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path, std::ios::binary);
@@ -230,6 +272,7 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
     const Task& t = tasks[tid];
     const int rank = rank_of[tid];
     res.tasks.push_back({rank, tid, t.parent, t.program, t.host, t.has_dump});
+    AdoptSamplerFiles(t.base, raw_dir, rank, &res.problems);
     double tps = 0;
     if (t.has_dump) {
       bool ok;

@@ -19,6 +19,7 @@
 #include "invmw_version.h"
 #include "pvm_wrap/clock_sync.h"
 #include "pvm_wrap/task_state.h"
+#include "sampler/sampler.h"
 
 namespace invmw::pvm {
 
@@ -282,6 +283,23 @@ bool Activate() {
     }
   }
 
+  // The sampler runs in every observed task, as in MPI ranks. Ranks are known only at the merge,
+  // so each task samples as "rank 0" into its own directory and the merge renumbers the files.
+  // One host per run is assumed for node-wide sources: the first task samples them.
+  if (g.cfg.SAMPLER_ENABLE) {
+    sampler::StartOptions o;
+    o.run_dir = g.prefix + ".sampler";
+    o.node_leader = g.parent == 0;
+    o.host = g.host;
+    o.config = &g.cfg;
+    o.warn = [](const std::string& m) {
+      if (g.parent == 0) WarnOnce("sampler: " + m);
+    };
+    std::string err;
+    if (!MakeDirs(o.run_dir + "/raw") || !sampler::Start(o, &err))
+      WarnOnce("sampler not started in task t" + std::to_string(g.tid) + ": " + err);
+  }
+
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
@@ -315,6 +333,8 @@ void AppendDefs(const std::string& line) {
 void FinishTask(uint32_t reason, int signal) {
   if (g.state != State::kActive) return;
   g.state = State::kEnded;
+  // Not from a signal handler: Stop joins a thread and writes files.
+  if (reason != raw::kEndSignal) sampler::Stop();
   const uint64_t end_ticks = clock::Ticks();
   double tps = clock::TicksPerSecond(g_start_anchor, clock::TakeAnchor());
   if (tps <= 0) tps = clock::CalibrateTicksPerSecond();

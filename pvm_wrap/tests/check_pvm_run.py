@@ -83,6 +83,13 @@ def check_known(a):
     print('ok   pvmgs messages = %d (kept apart)' % fn('pvmgs', 'calls'))
     for rk in prof['ranks']:
         expect('rank %d end' % rk['rank'], rk['end'], 'finalize')
+    # The sampler ran in every task; the merge gave each task's samples its rank.
+    res = {r['rank']: r for r in prof.get('resources', {}).get('ranks', [])}
+    expect('ranks with resource summaries', sorted(res), list(range(NWORK + 1)))
+    for rank, r in sorted(res.items()):
+        if r.get('samples', 0) < 1 or r.get('rss_peak_bytes', 0) <= 0:
+            fail('rank %d: resource summary without samples: %s' % (rank, r))
+    expect('node leaders (one host)', sum(1 for r in res.values() if r.get('node_leader')), 1)
 
     # The trace, read back independently.
     archive = os.path.join(a.out, 'traces.otf2')
@@ -91,6 +98,10 @@ def check_known(a):
     out = subprocess.run([a.otf2_print, archive], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         fail('otf2-print failed: ' + out.stderr)
+    metric_records = sum(1 for line in out.stdout.splitlines() if line.startswith('METRIC '))
+    if metric_records < NWORK + 1:
+        fail('%d METRIC records in the trace; expected samples of every task' % metric_records)
+    print('ok   %d sampler METRIC records in the trace' % metric_records)
     # otf2-print: "MPI_SEND  <loc>  <time>  Receiver: R ... Tag: T, Length: L"
     sends, recvs = collections.Counter(), collections.Counter()
     loc_rank = {}
