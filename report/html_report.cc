@@ -1,0 +1,250 @@
+// Reads the pipeline's own machine-readable outputs (never its text reports), so the page shows
+// exactly the numbers the other verbs computed; every table is a plain view of one JSON file.
+#include "report/html_report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace invmw::report {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw ReportError("missing input " + path +
+                      " (run scripts/pipeline.sh into this directory first)");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json ReadJson(const std::string& path) {
+  std::string text = ReadFile(path);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ReportError(path + ": not valid JSON: " + e.what());
+  }
+}
+
+// Looks up key in object obj of file; a missing key is an error naming file and field, because
+// a silently empty table would look like a result.
+const json& Field(const json& obj, const std::string& key, const std::string& file,
+                  const std::string& where) {
+  if (!obj.is_object() || !obj.contains(key))
+    throw ReportError(file + ": missing field '" + where + key + "'");
+  return obj.at(key);
+}
+
+double Number(const json& obj, const std::string& key, const std::string& file,
+              const std::string& where) {
+  const json& v = Field(obj, key, file, where);
+  if (!v.is_number()) throw ReportError(file + ": field '" + where + key + "' is not a number");
+  return v.get<double>();
+}
+
+std::string Text(const json& obj, const std::string& key, const std::string& file,
+                 const std::string& where) {
+  const json& v = Field(obj, key, file, where);
+  if (!v.is_string()) throw ReportError(file + ": field '" + where + key + "' is not a string");
+  return v.get<std::string>();
+}
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
+    }
+  }
+  return o;
+}
+
+std::string Num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.5g", v);
+  return b;
+}
+
+// For statistics a fit may leave undefined (JSON null): R² over all responses together, standard
+// errors when the covariance is rank deficient.
+std::string OptNum(const json& obj, const char* key) {
+  return obj.contains(key) && obj[key].is_number() ? Num(obj[key].get<double>()) : "-";
+}
+
+std::string Row(const std::vector<std::string>& cells, const char* tag = "td") {
+  std::string r = "<tr>";
+  for (const auto& c : cells) r += std::string("<") + tag + ">" + c + "</" + tag + ">";
+  return r + "</tr>\n";
+}
+
+std::string ProfileSection(const std::string& dir) {
+  const std::string file = dir + "/profile/profile.json";
+  json p = ReadJson(file);
+  const json& sum = Field(p, "summary", file, "");
+  const json& wall = Field(sum, "wall_s", file, "summary.");
+  const json& mpi = Field(sum, "mpi_s", file, "summary.");
+  std::string h = "<h2>Profile of the example</h2>\n";
+  if (p.contains("metadata") && p["metadata"].contains("command"))
+    h += "<p>Command: <code>" + Escape(p["metadata"]["command"].dump()) + "</code></p>\n";
+  h += "<table>\n" + Row({"ranks", "wall mean (s)", "wall max (s)", "MPI mean (s)", "MPI max (s)",
+                          "MPI share", "MPI imbalance"},
+                         "th");
+  h += Row({Num(Number(sum, "ranks", file, "summary.")),
+            Num(Number(wall, "mean", file, "summary.wall_s.")),
+            Num(Number(wall, "max", file, "summary.wall_s.")),
+            Num(Number(mpi, "mean", file, "summary.mpi_s.")),
+            Num(Number(mpi, "max", file, "summary.mpi_s.")),
+            Num(100 * Number(sum, "mpi_share", file, "summary.")) + "%",
+            Num(Number(mpi, "imbalance", file, "summary.mpi_s."))});
+  h += "</table>\n<table>\n" +
+       Row({"MPI function", "calls", "time (s)", "bytes sent", "bytes received"}, "th");
+  for (const auto& [name, f] : Field(p, "functions", file, "").items()) {
+    const std::string w = "functions." + name + ".";
+    h += Row({Escape(name), Num(Number(f, "calls", file, w)), Num(Number(f, "time_s", file, w)),
+              Num(Number(f, "bytes_sent", file, w)), Num(Number(f, "bytes_recv", file, w))});
+  }
+  return h + "</table>\n";
+}
+
+std::string FitSection(const std::string& dir) {
+  const std::string file = dir + "/fit.json";
+  json f = ReadJson(file);
+  std::string h =
+      "<h2>Fitted parameters</h2>\n<p>Model <code>" + Escape(Text(f, "model", file, "")) +
+      "</code> fitted to " + Escape(Text(f, "data", file, "")) + "; " +
+      (Field(f, "converged", file, "").get<bool>() ? "converged" : "<b>not converged</b>") +
+      ".</p>\n<table class=fit>\n" +
+      Row({"parameter", "unit", "estimate", "std. error", "CI low", "CI high", "note"}, "th");
+  int i = 0;
+  for (const json& q : Field(f, "parameters", file, "")) {
+    const std::string w = "parameters[" + std::to_string(i++) + "].";
+    std::string note =
+        q.value("at_bound", false) ? "at bound" : (q.value("fixed", false) ? "fixed" : "");
+    h += Row({Escape(Text(q, "name", file, w)), Escape(q.value("unit", "")),
+              Num(Number(q, "value", file, w)), OptNum(q, "std_error"), OptNum(q, "ci_low"),
+              OptNum(q, "ci_high"), note});
+  }
+  h += "</table>\n<table>\n" +
+       Row({"response", "column", "points", "R²", "MAPE %", "max APE %", "LOO MAPE %"}, "th");
+  i = 0;
+  for (const json& r : Field(f, "responses", file, "")) {
+    const std::string w = "responses[" + std::to_string(i++) + "].";
+    h += Row({Escape(Text(r, "name", file, w)), Escape(r.value("column", "")),
+              Num(Number(r, "points", file, w)), OptNum(r, "r2"), OptNum(r, "mape"),
+              OptNum(r, "max_ape"), OptNum(r, "cv_mape")});
+  }
+  h += "</table>\n";
+  if (f.contains("warnings") && !f["warnings"].empty()) {
+    h += "<ul class=warn>\n";
+    for (const json& w : f["warnings"]) h += "<li>" + Escape(w.get<std::string>()) + "</li>\n";
+    h += "</ul>\n";
+  }
+  return h;
+}
+
+std::string PredictionSection(const std::string& dir) {
+  const std::string file = dir + "/predictions.json";
+  json d = ReadJson(file);
+  std::string sweep = Text(d, "sweep", file, "");
+  std::string h = "<h2>Predictions per platform</h2>\n<p>Model <code>" +
+                  Escape(Text(d, "model", file, "")) + "</code>, settings <code>" +
+                  Escape(Field(d, "settings", file, "").dump()) + "</code>, sweep over " +
+                  Escape(sweep) + ".</p>\n";
+  int i = 0;
+  for (const json& pl : Field(d, "platforms", file, "")) {
+    const std::string w = "platforms[" + std::to_string(i++) + "].";
+    std::string name = Text(pl, "platform", file, w);
+    h += "<h3>" + Escape(name) + "</h3>\n<table>\n" +
+         Row({Escape(sweep), "time (s)", "speedup", "t_par_comp", "t_seq_comp", "t_comm", "t_sync"},
+             "th");
+    int k = 0;
+    for (const json& pt : Field(pl, "points", file, w)) {
+      const std::string wp = w + "points[" + std::to_string(k++) + "].";
+      std::vector<std::string> cells = {Num(Number(pt, sweep, file, wp)),
+                                        Num(Number(pt, "time", file, wp)),
+                                        Num(Number(pt, "speedup", file, wp))};
+      for (const char* c : {"t_par_comp", "t_seq_comp", "t_comm", "t_sync"})
+        cells.push_back(OptNum(pt, c));
+      h += Row(cells);
+    }
+    h += "</table>\n";
+    if (pl.contains("notes"))
+      for (const json& n : pl["notes"])
+        h += "<p class=note>" + Escape(n.get<std::string>()) + "</p>\n";
+  }
+  return h;
+}
+
+// SVG is valid inside HTML5, so the plots are inlined as they are (minus the XML prolog).
+std::string Svg(const std::string& dir, const std::string& name, const std::string& caption) {
+  std::string svg = ReadFile(dir + "/plots/" + name + ".svg");
+  size_t start = svg.find("<svg");
+  if (start == std::string::npos)
+    throw ReportError(dir + "/plots/" + name + ".svg: no <svg> element");
+  return "<figure>" + svg.substr(start) + "<figcaption>" + Escape(caption) +
+         "</figcaption></figure>\n";
+}
+
+std::string BuildPage(const std::string& dir) {
+  // Name every missing input at once: a half-finished pipeline usually lacks several.
+  std::string missing;
+  for (const char* f :
+       {"profile/profile.json", "fit.json", "predictions.json", "plots/measured-vs-predicted.svg",
+        "plots/breakdown.svg", "plots/predict.svg"}) {
+    if (!std::ifstream(dir + "/" + f)) missing += (missing.empty() ? "" : ", ") + dir + "/" + f;
+  }
+  if (!missing.empty())
+    throw ReportError("missing input " + missing +
+                      " (run scripts/pipeline.sh into this directory first)");
+  // Sections in page order, one statement each (the order of evaluation of a + b is unspecified).
+  std::string body = ProfileSection(dir);
+  body += FitSection(dir);
+  body += Svg(dir, "measured-vs-predicted", "Measured vs predicted time per design point");
+  body += Svg(dir, "breakdown", "Measured time components per server count");
+  body += PredictionSection(dir);
+  body += Svg(dir, "predict", "Predicted time and speedup per platform");
+  return std::string(
+             "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+             "<title>invmw pipeline report</title>\n<style>\n"
+             "body{font-family:sans-serif;max-width:70em;margin:auto}\n"
+             "table{border-collapse:collapse;margin:.5em 0}\n"
+             "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}\n"
+             "th{background:#eee} td:first-child{text-align:left}\n"
+             "figure svg{max-width:100%;height:auto} .warn{color:#a50}\n"
+             "</style></head><body>\n<h1>invmw pipeline report</h1>\n<p>Directory: <code>") +
+         Escape(dir) + "</code></p>\n" + body + "</body></html>\n";
+}
+
+}  // namespace
+
+std::string BuildHtmlReport(const std::string& dir) {
+  try {
+    return BuildPage(dir);
+  } catch (const nlohmann::json::exception& e) {
+    // A field of the wrong type deep in an optional part (a note that is not text, ...).
+    throw ReportError(dir + ": unexpected content in a pipeline JSON file: " + e.what());
+  }
+}
+
+}  // namespace invmw::report
