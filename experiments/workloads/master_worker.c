@@ -376,6 +376,8 @@ int main(int argc, char** argv) {
       else
         fprintf(stderr, "master-worker: %s\n(master-worker --help explains the options)\n", err);
     }
+    /* Output written after MPI_Finalize can be lost by the launcher's forwarding. */
+    fflush(stdout);
     MPI_Finalize();
     return status == 1 ? 0 : 2;
   }

@@ -313,6 +313,8 @@ int main(int argc, char** argv) {
       else
         fprintf(stderr, "opal-mini: %s\n(opal-mini --help explains the options)\n", error);
     }
+    /* Output written after MPI_Finalize can be lost by the launcher's forwarding. */
+    fflush(stdout);
     MPI_Finalize();
     return status == OPAL_OPTIONS_HELP ? 0 : 2;
   }

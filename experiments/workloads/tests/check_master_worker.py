@@ -121,7 +121,8 @@ def main():
         for (bad, name), (rc, so, se) in zip(cases, results):
             check(rc != 0 and name in se, f'{" ".join(bad)} rejected naming {name}')
         rc, so, se = results[-1]
-        check(rc == 0 and '--tasks-out' in so and 'tc' in so, '--help explains')
+        check(rc == 0 and '--tasks-out' in so and 'tc' in so,
+              f'--help explains (exit {rc}, {len(so)} bytes of stdout, stderr: {se.strip()[:300]!r})')
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:
