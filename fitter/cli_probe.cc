@@ -72,7 +72,8 @@ int RunProbe(int argc, char** argv) {
   bool done = false, force = false, quiet = false;
   std::string name, title, out, emu, launcher = INVMW_FIT_MPI_LAUNCHER, probes_dir, raw, tables_dir;
   std::string sizes = "0,8,64,512,4096,32768,262144,1048576", pp_reps = "200", bar_reps = "1000",
-              replications = "3", bar_ranks = "2", n = "2000", rc = "10", k_reps = "3";
+              replications = "3", bar_ranks = "2", n = "2000", rc = "10", k_reps = "3", pp_max_time,
+              k_min_time = "0.25";
   Args args(
       "invmw platform probe --name NAME [--platform EMU] [--out FILE] [options]",
       "Measures this machine's model parameters with the probes of platforms/probes and\n"
@@ -90,11 +91,17 @@ int RunProbe(int argc, char** argv) {
       .Option("--replications", "K", &replications, "replications of every probe (default 3)")
       .Option("--sizes", "LIST", &sizes, "ping-pong sizes in bytes (default 0,8,...,1048576)")
       .Option("--pingpong-reps", "R", &pp_reps, "round trips per ping-pong measurement (200)")
+      .Option("--pingpong-max-time", "S", &pp_max_time,
+              "at most about S seconds per ping-pong measurement (fewer round trips, 3 at least;"
+              " for slow networks)")
       .Option("--barrier-reps", "R", &bar_reps, "barriers per measurement (default 1000)")
       .Option("--barrier-ranks", "P", &bar_ranks, "ranks in the barrier probe (default 2)")
       .Option("--n", "N", &n, "mass centers of the kernels' system (default 2000)")
       .Option("--rc", "RC", &rc, "cut-off of the kernels' pair list, Angstrom (default 10)")
       .Option("--kernel-reps", "R", &k_reps, "kernel calls per measurement (default 3)")
+      .Option("--kernel-min-time", "S", &k_min_time,
+              "more kernel calls until S seconds have passed (default 0.25: many CPU-quota "
+              "periods)")
       .Option("--launcher", "CMD", &launcher, "MPI launcher (default: the build's mpirun)")
       .Option("--probes", "DIR", &probes_dir, "directory of the probe binaries (default: invmw's)")
       .Option("--raw", "FILE", &raw, "also keep the probes' JSON lines in FILE")
@@ -121,6 +128,15 @@ int RunProbe(int argc, char** argv) {
     if (v->empty() || *end != '\0' || x < 1)
       return Fail(std::string("platform probe: ") + opt + " '" + *v +
                   "': expected a positive integer");
+  }
+  for (const auto& [opt, v] :
+       {std::pair<const char*, std::string*>{"--pingpong-max-time", &pp_max_time},
+        {"--kernel-min-time", &k_min_time}}) {
+    char* end = nullptr;
+    double x = std::strtod(v->c_str(), &end);
+    if (!v->empty() && (*end != '\0' || !(x >= 0)))
+      return Fail(std::string("platform probe: ") + opt + " '" + *v +
+                  "': expected a number of seconds");
   }
   if (std::atoi(bar_ranks.c_str()) < 2)
     return Fail("platform probe: --barrier-ranks must be at least 2");
@@ -151,13 +167,23 @@ int RunProbe(int argc, char** argv) {
     return cmd;
   };
   std::map<std::string, std::vector<std::string>> cmds;
-  cmds["pingpong"] = mpi(2, {bin + "/probe-pingpong", "--sizes", sizes, "--reps", pp_reps,
-                             "--replications", replications});
+  std::vector<std::string> pp = {bin + "/probe-pingpong", "--sizes",   sizes, "--reps", pp_reps,
+                                 "--replications",        replications};
+  if (!pp_max_time.empty()) pp.insert(pp.end(), {"--max-time", pp_max_time});
+  cmds["pingpong"] = mpi(2, pp);
   cmds["barrier"] = mpi(std::atoi(bar_ranks.c_str()), {bin + "/probe-barrier", "--reps", bar_reps,
                                                        "--replications", replications});
-  std::vector<std::string> kern = {
-      bin + "/probe-kernels", "--n",       n, "--rc", rc, "--reps", k_reps,
-      "--replications",       replications};
+  std::vector<std::string> kern = {bin + "/probe-kernels",
+                                   "--n",
+                                   n,
+                                   "--rc",
+                                   rc,
+                                   "--reps",
+                                   k_reps,
+                                   "--replications",
+                                   replications,
+                                   "--min-time",
+                                   k_min_time};
   if (emu.empty()) {
     cmds["kernels"] = kern;
   } else {

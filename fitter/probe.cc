@@ -101,7 +101,10 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     return it == c.commands.end() ? std::string() : " (`" + it->second + "`)";
   };
 
-  // a1, b1: the ping-pong model over all sizes and replications.
+  // a1, b1: the ping-pong model over all sizes and replications. b1 is the mean half round trip
+  // of the smallest message and a1 the least-squares slope through it in absolute time: a fit
+  // with relative errors weights a 0-byte message like a megabyte one, and on a rate-limited
+  // network, where small messages pass at memory speed, it lets them decide the rate.
   if (s.pingpong.size() < 3)
     throw ProbeError("probe-pingpong gave " + std::to_string(s.pingpong.size()) +
                      " measurements; a1 and b1 need at least 3 (two sizes or more)");
@@ -119,16 +122,27 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   if (sizes.size() < 2) throw ProbeError("probe-pingpong measured one size only: a1 needs two");
+  std::vector<double> smallest, rate;
+  for (const auto& p : s.pingpong) {
+    if (p.bytes == sizes.front()) smallest.push_back(p.mean_s);
+    if (p.bytes > 0) rate.push_back(p.bytes / p.mean_s / 1e6);
+  }
+  Summary lat = Summarize(smallest);
   Model pp = Model::Load(ResolveModelPath("pingpong"));
   FitOptions o;
-  o.weighting = "relative";
+  o.weighting = "absolute";
   o.cross_validate = false;
+  o.fixed["b1"] = sizes.front() == 0 ? lat.mean : 0;
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
   int replications = 0;
   for (const auto& p : s.pingpong) replications = std::max(replications, p.replication + 1);
+  std::string b1_text =
+      sizes.front() == 0 ? "probe-pingpong: mean half round trip of 0-byte messages, " + Spread(lat)
+                         : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
   std::string fit_text =
-      "fit of t = b1 + bytes/a1 (relative errors) to probe-pingpong means over " +
+      "least-squares slope of t = b1 + bytes/a1 (absolute errors, b1 held) through "
+      "probe-pingpong means over " +
       std::to_string(sizes.size()) + " sizes " + G(sizes.front(), "%.0f") + ".." +
       G(sizes.back(), "%.0f") + " bytes x " + std::to_string(replications) + " replications" +
       command("pingpong") + ", " + c.where + ", " + c.date + "; mean abs. error " +
@@ -140,15 +154,13 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     v.unit = p.unit;
     v.std_error = std::isfinite(p.std_error) ? p.std_error : -1;
     v.source = fit_text;
+    if (p.name == "b1") {
+      v.std_error = sizes.front() == 0 ? lat.std_error : -1;
+      v.source = b1_text + command("pingpong") + ", " + c.where + ", " + c.date;
+    }
     t.parameters.push_back(v);
   }
   // Raw figures for people comparing tables: latency and best observed rate.
-  std::vector<double> smallest, rate;
-  for (const auto& p : s.pingpong) {
-    if (p.bytes == sizes.front()) smallest.push_back(p.mean_s);
-    if (p.bytes > 0) rate.push_back(p.bytes / p.mean_s / 1e6);
-  }
-  Summary lat = Summarize(smallest);
   t.measures.push_back({"latency", lat.mean, "s",
                         "probe-pingpong: mean half round trip of " + G(sizes.front(), "%.0f") +
                             "-byte messages, " + Spread(lat),

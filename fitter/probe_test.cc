@@ -55,7 +55,9 @@ TEST(Probe, EstimatesEveryParameterWithSpreadAndSource) {
   EXPECT_NEAR(b1->value, 2e-6, 0.1e-6);
   EXPECT_GT(a1->std_error, 0);
   EXPECT_EQ(a1->unit, "MB/s");
-  EXPECT_NE(a1->source.find("fit of t = b1 + bytes/a1"), std::string::npos) << a1->source;
+  EXPECT_NE(a1->source.find("slope of t = b1 + bytes/a1"), std::string::npos) << a1->source;
+  EXPECT_NE(b1->source.find("mean half round trip of 0-byte messages"), std::string::npos)
+      << b1->source;
   EXPECT_NE(a1->source.find("6 sizes 0..1048576 bytes x 3 replications"), std::string::npos)
       << a1->source;
   EXPECT_NE(a1->source.find("(`mpirun -np 2 probe-pingpong`)"), std::string::npos);
@@ -94,6 +96,30 @@ std::string ErrorOf(const std::string& text) {
     return e.what();
   }
   return "(no error)";
+}
+
+// A token-bucket network: messages within the bucket's depth pass at memory speed, larger ones
+// at the configured rate (here 12.5 MB/s, 100 Mbit/s). The rate must come from the large ones.
+TEST(Probe, RateOfALimitedNetworkComesFromTheLargeMessages) {
+  std::ostringstream text;
+  text.precision(17);
+  for (int k = 0; k < 2; ++k) {
+    for (double bytes : {0.0, 1024.0, 65536.0, 262144.0, 1048576.0}) {
+      double t = bytes <= 1024 ? 10e-6 : 10e-6 + bytes / 12.5e6 * (1 + 0.02 * (k - 0.5));
+      text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
+           << R"(,"mean_s":)" << t << "}\n";
+    }
+  }
+  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
+       << "\n";
+  for (const char* k : {"pair_check", "pair_energy", "bonded"})
+    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
+         << "\n";
+  ProbeSamples s;
+  ParseProbeLines(text.str(), "probe.out", &s);
+  PlatformTable t = EstimatePlatform(s, Context());
+  EXPECT_NEAR(t.Parameter("a1")->value, 12.5, 0.05 * 12.5);
+  EXPECT_NEAR(t.Parameter("b1")->value, 10e-6, 1e-9);
 }
 
 TEST(Probe, BadOrMissingOutputIsAClearError) {

@@ -5,8 +5,10 @@
  * energy (opal_pair_energy over the pairs within --rc), and a4, bonded work per mass center
  * (opal_bonded). The arithmetic is the one opal-mini runs (experiments/workloads/
  * opal_kernels.c), on the system opal-mini generates for the same n and seed. Each measurement
- * is the mean over --reps calls, after one untimed call. Output, one JSON line per kernel and
- * replication:
+ * is the mean over --reps calls, after one untimed call, or over more calls until --min-time has
+ * passed: under a CPU quota a measurement must span many quota periods, or it sees either the
+ * unthrottled speed or a throttled stall, not the mean an application gets. Output, one JSON line
+ * per kernel and replication:
  *   {"probe":"kernel","kernel":"pair_check"|"pair_energy"|"bonded","per_unit_s":t,"units":N,
  *    "reps":R,"replication":k,"n":n,"rc":rc}
  * where units is the number of pairs checked, pairs listed or centers per call. */
@@ -31,6 +33,8 @@ static void usage(FILE* out) {
       "  --n N              mass centers (default 4289, the paper's medium size)\n"
       "  --rc RC            cut-off for the pair list, Angstrom, 0 = none (default 10)\n"
       "  --reps R           timed calls per measurement (default 10)\n"
+      "  --min-time S       go on calling until S seconds have passed (default 0); the JSON\n"
+      "                     line's reps says how many calls were timed\n"
       "  --replications K   measurements (default 1)\n"
       "  --seed S           seed of the generated system (default 1)\n",
       out);
@@ -53,7 +57,7 @@ static void print(const char* kernel, double per_unit, size_t units, long reps, 
 
 int main(int argc, char** argv) {
   long n = 4289, reps = 10, replications = 1, seed = 1;
-  double rc = 10.0;
+  double rc = 10.0, min_time = 0.0;
   char err[512] = "";
   for (int i = 1; i < argc; ++i) {
     const char* v = NULL;
@@ -67,6 +71,8 @@ int main(int argc, char** argv) {
       bad = r < 0 || wl_double("--rc", v, 0.0, 1e6, &rc, err, sizeof err) != 0;
     } else if ((r = wl_option(argc, argv, &i, "--reps", &v, err, sizeof err)) != 0) {
       bad = r < 0 || wl_long("--reps", v, 1, 100000000, &reps, err, sizeof err) != 0;
+    } else if ((r = wl_option(argc, argv, &i, "--min-time", &v, err, sizeof err)) != 0) {
+      bad = r < 0 || wl_double("--min-time", v, 0.0, 1e5, &min_time, err, sizeof err) != 0;
     } else if ((r = wl_option(argc, argv, &i, "--replications", &v, err, sizeof err)) != 0) {
       bad = r < 0 || wl_long("--replications", v, 1, 1000000, &replications, err, sizeof err) != 0;
     } else if ((r = wl_option(argc, argv, &i, "--seed", &v, err, sizeof err)) != 0) {
@@ -100,25 +106,35 @@ int main(int argc, char** argv) {
   }
   double sink = 0.0; /* keeps the results alive so no call is optimised away */
   for (long k = 0; k < replications; ++k) {
-    double t0 = now();
-    for (long r = 0; r < reps; ++r) sink += (double)opal_pairlist_update(&cand, sys.x, rc, &list);
-    print("pair_check", (now() - t0) / ((double)reps * (double)cand.pairs), cand.pairs, reps, k,
-          (int)n, rc);
+    double t0 = now(), dt = 0;
+    long calls = 0;
+    do {
+      sink += (double)opal_pairlist_update(&cand, sys.x, rc, &list);
+    } while (++calls < reps || (dt = now() - t0) < min_time);
+    dt = now() - t0;
+    print("pair_check", dt / ((double)calls * (double)cand.pairs), cand.pairs, calls, k, (int)n,
+          rc);
 
     double lj, coulomb;
     opal_pair_energy(&sys, &list, sys.x, &lj, &coulomb, grad);
     t0 = now();
-    for (long r = 0; r < reps; ++r) {
+    calls = 0;
+    do {
       opal_pair_energy(&sys, &list, sys.x, &lj, &coulomb, grad);
       sink += lj + coulomb;
-    }
-    print("pair_energy", (now() - t0) / ((double)reps * (double)list.pairs), list.pairs, reps, k,
-          (int)n, rc);
+    } while (++calls < reps || (dt = now() - t0) < min_time);
+    dt = now() - t0;
+    print("pair_energy", dt / ((double)calls * (double)list.pairs), list.pairs, calls, k, (int)n,
+          rc);
 
     sink += opal_bonded(&sys, sys.x, grad);
     t0 = now();
-    for (long r = 0; r < reps; ++r) sink += opal_bonded(&sys, sys.x, grad);
-    print("bonded", (now() - t0) / ((double)reps * (double)n), (size_t)n, reps, k, (int)n, rc);
+    calls = 0;
+    do {
+      sink += opal_bonded(&sys, sys.x, grad);
+    } while (++calls < reps || (dt = now() - t0) < min_time);
+    dt = now() - t0;
+    print("bonded", dt / ((double)calls * (double)n), (size_t)n, calls, k, (int)n, rc);
   }
   if (sink == 1.2345e300) fprintf(stderr, "%g\n", sink);
   free(grad);

@@ -3,7 +3,9 @@
  * The time of a message of B bytes, t = b1 + B / a1, gives the Opal model's a1 (rate) and b1
  * (per-message overhead) when fitted over sizes. Each measurement is the mean over --reps round
  * trips (means, not medians: on a throttled platform the stalls are part of what an application
- * sees), after two untimed round trips; --replications repeats the whole sweep. Ranks beyond 1
+ * sees), after two untimed round trips; --replications repeats the whole sweep. --max-time caps
+ * the time per measurement on slow networks: rank 0 estimates a round trip from the warm-up and
+ * lowers R (to 3 at least) so that R round trips fit the budget. Ranks beyond 1
  * only wait at the final barrier. Output, rank 0, one JSON line per size and replication:
  *   {"probe":"pingpong","bytes":B,"reps":R,"replication":k,"mean_s":half_round_trip_mean} */
 #include <mpi.h>
@@ -26,6 +28,9 @@ static void usage(FILE* out) {
       "  --sizes LIST       message sizes in bytes (default 0,8,64,512,1024,4096,16384,65536,\n"
       "                     262144,1048576,4194304)\n"
       "  --reps R           round trips per measurement (default 100)\n"
+      "  --max-time S       at most about S seconds per measurement: fewer round trips (3 at\n"
+      "                     least) where the warm-up shows that R would take longer; the JSON\n"
+      "                     line's reps says how many were timed (default 0: no limit)\n"
       "  --replications K   sweeps (default 1)\n",
       out);
 }
@@ -38,6 +43,7 @@ int main(int argc, char** argv) {
   long sizes[MAX_SIZES] = {0, 8, 64, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304};
   int n_sizes = 11;
   long reps = 100, replications = 1;
+  double max_time = 0;
   char err[512] = "";
   int status = 0; /* 0 run, 1 help, 2 error */
   for (int i = 1; i < argc && status == 0; ++i) {
@@ -50,6 +56,9 @@ int main(int argc, char** argv) {
         status = 2;
     } else if ((r = wl_option(argc, argv, &i, "--reps", &v, err, sizeof err)) != 0) {
       if (r < 0 || wl_long("--reps", v, 1, 100000000, &reps, err, sizeof err) != 0) status = 2;
+    } else if ((r = wl_option(argc, argv, &i, "--max-time", &v, err, sizeof err)) != 0) {
+      if (r < 0 || wl_double("--max-time", v, 0.0, 1e6, &max_time, err, sizeof err) != 0)
+        status = 2;
     } else if ((r = wl_option(argc, argv, &i, "--replications", &v, err, sizeof err)) != 0) {
       if (r < 0 || wl_long("--replications", v, 1, 1000000, &replications, err, sizeof err) != 0)
         status = 2;
@@ -77,6 +86,8 @@ int main(int argc, char** argv) {
       else
         fprintf(stderr, "probe-pingpong: %s\n(probe-pingpong --help explains the options)\n", err);
     }
+    /* Output written after MPI_Finalize can be lost by the launcher's forwarding. */
+    fflush(stdout);
     MPI_Finalize();
     return status == 1 ? 0 : 2;
   }
@@ -91,9 +102,23 @@ int main(int argc, char** argv) {
     for (long k = 0; k < replications; ++k) {
       for (int s = 0; s < n_sizes; ++s) {
         const int bytes = (int)sizes[s];
-        double t0 = 0;
-        for (long r = -2; r < reps; ++r) { /* r < 0: untimed warm-up round trips */
-          if (r == 0) t0 = MPI_Wtime();
+        double t0 = 0, warm = MPI_Wtime();
+        long n = reps;
+        for (long r = -2; r < n; ++r) { /* r < 0: untimed warm-up round trips */
+          if (r == 0) {
+            if (max_time > 0) { /* rank 0 decides from the warm-up; rank 1 is told */
+              if (rank == 0) {
+                double per_trip = (MPI_Wtime() - warm) / 2.0;
+                if (per_trip * (double)n > max_time) n = (long)(max_time / per_trip);
+                if (n < 3) n = 3;
+                if (n > reps) n = reps;
+                MPI_Send(&n, 1, MPI_LONG, peer, 1, MPI_COMM_WORLD);
+              } else {
+                MPI_Recv(&n, 1, MPI_LONG, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+              }
+            }
+            t0 = MPI_Wtime();
+          }
           if (rank == 0) {
             MPI_Send(buf, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
             MPI_Recv(buf, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -102,12 +127,12 @@ int main(int argc, char** argv) {
             MPI_Send(buf, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
           }
         }
-        double mean = (MPI_Wtime() - t0) / (2.0 * (double)reps);
+        double mean = (MPI_Wtime() - t0) / (2.0 * (double)n);
         if (rank == 0) {
           printf(
               "{\"probe\":\"pingpong\",\"bytes\":%d,\"reps\":%ld,\"replication\":%ld,"
               "\"mean_s\":%.9g}\n",
-              bytes, reps, k, mean);
+              bytes, n, k, mean);
           fflush(stdout);
         }
       }

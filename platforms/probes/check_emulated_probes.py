@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""CTest probes.emulated: `invmw platform probe` sees an emulated platform as an application does.
+
+- On emu-4x50-100mbit (TCP through a 100 Mbit/s token bucket) the probed a1 is within 20% of the
+  configured rate, 12.5 MB/s (MB = 10^6 bytes).
+- On emu-8x25-shm (25% of a core per virtual node) every probed kernel time (a2, a3, a4) is about
+  4 times that on emu-2x100-shm (a full core): between 3.2 and 4.8 times.
+- No cgroup or namespace of the probes is left behind.
+Needs root, a cgroup cpu controller and network namespaces; exits 77 (skipped) otherwise."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "emulate",
+                                "tests"))
+import emulate_test as et  # noqa: E402  (the platform tests' root and leftover checks)
+
+OPTS = ["--replications", "2", "--sizes", "0,1024,65536,262144,1048576", "--pingpong-reps", "20",
+        "--pingpong-max-time", "0.3", "--barrier-reps", "100", "--n", "3000", "--kernel-reps", "2"]
+
+
+def probe(invmw, platform, out):
+    cmd = [invmw, "platform", "probe", "--quiet", "--force", "--name", platform, "--platform",
+           platform, "--out", out] + OPTS
+    r = subprocess.run(cmd, capture_output=True, text=True, env=et.ENV, timeout=240)
+    if r.returncode != 0:
+        sys.exit(f"FAIL {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    print(r.stdout.strip())
+    values = {}
+    section = None
+    for line in open(out):
+        m = re.match(r"\[(\w+)\]", line.strip())
+        if m:
+            section = m.group(1)
+        m = re.match(r"(\w+)\s*=\s*\{\s*value\s*=\s*([-+0-9.eE]+)", line.strip())
+        if m and section == "parameters":
+            values[m.group(1)] = float(m.group(2))
+    return values
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--invmw", required=True)
+    args = ap.parse_args()
+    et.need(netns=True)
+    with tempfile.TemporaryDirectory(prefix="invmw-probes-") as tmp:
+        net = probe(args.invmw, "emu-4x50-100mbit", os.path.join(tmp, "net.toml"))
+        et.check("a1" in net and abs(net["a1"] - 12.5) <= 0.2 * 12.5,
+                 f"100 Mbit/s platform: probed a1 {net.get('a1')} MB/s within 20% of 12.5")
+        slow = probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, "slow.toml"))
+        full = probe(args.invmw, "emu-2x100-shm", os.path.join(tmp, "full.toml"))
+        for k in ("a2", "a3", "a4"):
+            ratio = slow[k] / full[k] if k in slow and full.get(k) else float("nan")
+            et.check(3.2 <= ratio <= 4.8,
+                     f"{k} at 25% of a core is {ratio:.2f} x that at a full core (3.2..4.8)")
+    et.check(not et.resources(), f"no invmw cgroup or namespace left: {et.resources()}")
+    if et.failures:
+        sys.exit(f"{len(et.failures)} check(s) failed")
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
