@@ -1,22 +1,107 @@
 #!/usr/bin/env python3
 """CTest report.pipeline_quick: runs scripts/pipeline.sh --quick into a temporary directory and
-checks that every artefact exists and that the HTML report shows the fit's own numbers (each
-fitted parameter's row with its estimate and standard error as fit.json has them)."""
+checks the artefacts and the prediction-error tables.
+
+- Every artefact exists; the HTML report shows the fit's own numbers (each fitted parameter's
+  row with its estimate and standard error as fit.json has them) and every predicted platform.
+- Every validation (validation/*.json) is recomputed here from the results database rows alone:
+  replications of a point averaged from the `runs` table, predictions from this file's own
+  implementation of the Opal equations (SPEC.md) with the parameters the validation used, errors
+  as (predicted - measured mean) / measured mean, median and worst |error| per response. They
+  must match the file, and the report must show the same summary rows.
+- A loose bound that holds even on noisy machines: the median error of the total time is under
+  50% on every platform.
+Needs root for the emulated platforms; exits 77 (skipped) without it."""
 import json
 import os
 import re
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+SKIP = 77
 
 
 def g5(v):
     return "-" if v is None else "%.5g" % v  # the report's number format (html_report.cc Num)
 
 
+def opal(f, q):
+    """SPEC.md, "The Opal model": the total and the four components."""
+    s, p, u, n, nt = f["s"], f["p"], f["u"], f["n"], f["nt"]
+    g, alpha = f.get("g", 0.0), f.get("alpha", 24.0)
+    t_update = q["a2"] * s * u / p * ((1 - 2 * g) ** 2 * n * n - (1 - 2 * g) * n) / 2
+    t_nbint = q["a3"] * s / p * (n * (n - 1) / 2 if n < nt else nt * n)
+    c = {
+        "t_par_comp": t_update + t_nbint,
+        "t_seq_comp": q["a4"] * s * n,
+        "t_comm": s * (p * (alpha / (q["a1"] * 1e6)) * (u + 2) * n + 2 * p * q["b1"] * (u + 1)),
+        "t_sync": 2 * s * (u + 1) * q["b5"],
+    }
+    c["t_opal"] = sum(c.values())
+    return c
+
+
+def close(a, b, rel=1e-9):
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def check_validation(path, db, html):
+    v = json.load(open(path))
+    q = {p["name"]: p["value"] for p in v["parameters"]}
+    rows = db.execute("SELECT point, factors, responses FROM runs WHERE design = ? AND "
+                      "platform = ? AND status = 'ok' ORDER BY point, replication",
+                      (v["design"], v["run_platform"])).fetchall()
+    assert rows, f"{path}: no ok rows of {v['design']} on {v['run_platform']} in the database"
+    points = {}
+    for point, factors, responses in rows:
+        points.setdefault(point, []).append((json.loads(factors), json.loads(responses)))
+    assert sorted(points) == [p["point"] for p in v["points"]], f"{path}: points differ"
+    errors = {}
+    for vp in v["points"]:
+        runs = points[vp["point"]]
+        f = {k: float(x) for k, x in runs[0][0].items() if isinstance(x, (int, float))}
+        pred = opal(f, q)
+        for name, r in vp["responses"].items():
+            measured = [resp[r["column"]] for _, resp in runs
+                        if isinstance(resp.get(r["column"]), (int, float))]
+            assert r["replications"] == len(measured), f"{path}: {name} replications"
+            mean = statistics.fmean(measured) if measured else None
+            assert close(mean, r["mean"]), f"{path}: point {vp['point']} {name} mean {mean} " \
+                                           f"!= {r['mean']}"
+            assert close(pred[name], r["predicted"]), \
+                f"{path}: point {vp['point']} {name} predicted {pred[name]} != {r['predicted']}"
+            err = 100 * (pred[name] - mean) / mean if mean else None
+            assert close(err, r["error_pct"], 1e-7), f"{path}: {name} error {err} != " \
+                                                     f"{r['error_pct']}"
+            errors.setdefault(name, []).append(err)
+    for name, errs in errors.items():
+        s = v["summary"][name]
+        finite = [abs(e) for e in errs if e is not None]
+        assert close(statistics.median(finite), s["median_abs_error_pct"], 1e-7), \
+            f"{path}: {name} median"
+        assert close(max(finite), s["worst_abs_error_pct"], 1e-7), f"{path}: {name} worst"
+        row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+            name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
+            g5(s["worst_abs_error_pct"]))
+        assert row in html, f"report lacks the summary row {row}"
+    total = v["summary"][v["total"]]
+    print("%-45s total: median %.1f%%, worst %.1f%% over %d points" % (
+        v["label"], total["median_abs_error_pct"], total["worst_abs_error_pct"], total["points"]))
+    assert total["median_abs_error_pct"] < 50, \
+        f"{path}: median error of the total {total['median_abs_error_pct']:.1f}% >= 50%"
+
+
 def main():
     script, build = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        print("SKIP: the pipeline's emulated platforms need root (cgroups, network namespaces)")
+        sys.exit(SKIP)
     with tempfile.TemporaryDirectory(prefix="invmw-pipeline-") as tmp:
         out = os.path.join(tmp, "pl")
         env = dict(os.environ, BUILD_DIR=build)
@@ -25,9 +110,11 @@ def main():
         elapsed = time.monotonic() - t
         print("pipeline --quick took %.1f s" % elapsed)
         for f in ["profile/profile.json", "profile/traces.otf2", "results.db", "fit.json",
-                  "tables/calibrated.toml", "tables/local.toml", "predictions.json",
-                  "plots/measured-vs-predicted.svg", "plots/breakdown.svg", "plots/predict.svg",
-                  "report.html"]:
+                  "tables/calibrated.toml", "tables/local.toml", "tables/emu-4x50-shm.toml",
+                  "tables/emu-4x50-100mbit.toml", "predictions.json", "predictions-emulated.txt",
+                  "validation/00-emu-4x50-shm-holdout.json",
+                  "validation/01-emu-4x50-100mbit.json", "plots/measured-vs-predicted.svg",
+                  "plots/breakdown.svg", "plots/predict.svg", "report.html"]:
             assert os.path.isfile(os.path.join(out, f)), "missing artefact " + f
         html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
         fit = json.load(open(os.path.join(out, "fit.json")))
@@ -42,6 +129,13 @@ def main():
             assert "<h3>%s</h3>" % name in html, "report lacks platform " + name
         assert len(re.findall(r"<svg", html)) == 3, "expected 3 inline SVG plots"
         assert "http://" not in html.split("<svg")[0] and "<script" not in html, "page not static"
+        db = sqlite3.connect(os.path.join(out, "results.db"))
+        vdir = os.path.join(out, "validation")
+        files = sorted(f for f in os.listdir(vdir) if f.endswith(".json"))
+        assert len(files) == 2, f"expected 2 validations, found {files}"
+        for f in files:
+            check_validation(os.path.join(vdir, f), db, html)
+        db.close()
         # Naming the missing file is part of the contract.
         os.remove(os.path.join(out, "fit.json"))
         r = subprocess.run([os.path.join(build, "bin", "invmw"), "report", out],

@@ -2,6 +2,10 @@
 // exactly the numbers the other verbs computed; every table is a plain view of one JSON file.
 #include "report/html_report.h"
 
+#include <dirent.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -196,6 +200,87 @@ std::string PredictionSection(const std::string& dir) {
   return h;
 }
 
+// A percentage from a validation file, where null means "no measured value".
+std::string Pct(const json& obj, const char* key) {
+  return obj.contains(key) && obj[key].is_number() ? Num(obj[key].get<double>()) : "-";
+}
+
+// The files of `invmw validate --out`, one per validated platform and direction, in name order.
+std::vector<std::string> ValidationFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  if (DIR* d = opendir((dir + "/validation").c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0)
+        files.push_back(dir + "/validation/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Prediction errors: a summary row per validation and response, then every point's measured
+// mean and spread next to its prediction. The numbers are those of the validation files, which
+// `invmw validate` computed from the results database.
+std::string ValidationSection(const std::string& dir) {
+  std::vector<std::string> files = ValidationFiles(dir);
+  std::string h = "<h2>Prediction errors (validation against measured runs)</h2>\n";
+  if (files.empty())
+    return h + "<p class=warn>No validation in " + Escape(dir) +
+           "/validation: this pipeline did not measure prediction errors.</p>\n";
+  h += "<p>Error = (predicted &minus; measured mean) / measured mean; median and worst of "
+       "|error| over the design points.</p>\n<table class=validation>\n" +
+       Row({"validation", "run platform", "parameters", "response", "points", "median |error| %",
+            "worst |error| %"},
+           "th");
+  std::vector<json> docs;
+  for (const auto& file : files) {
+    json v = ReadJson(file);
+    std::string label = Text(v, "label", file, "");
+    const std::string total = Text(v, "total", file, "");
+    std::string params = "table " + Text(v, "table", file, "");
+    if (v.contains("reference") && v["reference"].is_string())
+      params += " from reference " + v["reference"].get<std::string>();
+    const json& summary = Field(v, "summary", file, "");
+    std::vector<std::string> order = {total};  // the total first, then the components
+    for (const auto& [resp, s] : summary.items())
+      if (resp != total) order.push_back(resp);
+    for (const auto& resp : order) {
+      const std::string w = "summary." + resp + ".";
+      const json& s = Field(summary, resp, file, "summary.");
+      h += Row({Escape(label), Escape(v.value("run_platform", "")), Escape(params),
+                Escape(resp) + " (" + Escape(Text(s, "column", file, w)) + ")",
+                Num(Number(s, "points", file, w)), Pct(s, "median_abs_error_pct"),
+                Pct(s, "worst_abs_error_pct")});
+    }
+    docs.push_back(std::move(v));
+  }
+  h += "</table>\n";
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const json& v = docs[i];
+    const std::string& file = files[i];
+    const std::string total = Text(v, "total", file, "");
+    h += "<h3>" + Escape(Text(v, "label", file, "")) + ": per point (total time)</h3>\n<table>\n" +
+         Row({"point", "factors", "replications", "measured mean (s)", "min (s)", "max (s)",
+              "predicted (s)", "error %"},
+             "th");
+    int k = 0;
+    for (const json& pt : Field(v, "points", file, "")) {
+      const std::string w = "points[" + std::to_string(k++) + "].";
+      const json& t = Field(Field(pt, "responses", file, w), total, file, w + "responses.");
+      std::string f;
+      for (const auto& [name, value] : Field(pt, "factors", file, w).items())
+        f += (f.empty() ? "" : " ") + name + "=" + Num(value.get<double>());
+      h +=
+          Row({Num(Number(pt, "point", file, w)), Escape(f), Pct(t, "replications"), Pct(t, "mean"),
+               Pct(t, "min"), Pct(t, "max"), Pct(t, "predicted"), Pct(t, "error_pct")});
+    }
+    h += "</table>\n";
+  }
+  return h;
+}
+
 // SVG is valid inside HTML5, so the plots are inlined as they are (minus the XML prolog).
 std::string Svg(const std::string& dir, const std::string& name, const std::string& caption) {
   std::string svg = ReadFile(dir + "/plots/" + name + ".svg");
@@ -224,6 +309,7 @@ std::string BuildPage(const std::string& dir) {
   body += Svg(dir, "breakdown", "Measured time components per server count");
   body += PredictionSection(dir);
   body += Svg(dir, "predict", "Predicted time and speedup per platform");
+  body += ValidationSection(dir);
   return std::string(
              "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
              "<title>invmw pipeline report</title>\n<style>\n"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs missing Debian packages, then configures and builds invmw in ./build (or $BUILD_DIR).
+# INVMW_TARGETS="t1 t2 ..." builds only those targets (the main job needs no test programs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 bash "$here/scripts/setup.sh"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} >/dev/null
-cmake --build "$build" -j"$(nproc)"
+targets=()
+for t in ${INVMW_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j"$(nproc)" "${targets[@]}"
