@@ -11,11 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/args.h"
@@ -93,6 +97,54 @@ std::string Absolute(const std::string& p) {
   return std::string(cwd) + "/" + p;
 }
 
+// The live-stream collector of --collect: `invmw collect` on a free loopback port, started in
+// this process's network namespace. Ranks see the loopback of the namespace they run in, and a
+// launcher started here (also inside `invmw platform exec`) starts its ranks in this one, so
+// they reach it. Returns the collector's pid and sets *port, or -1 with *error.
+pid_t StartCollector(const std::string& out, std::string* port, std::string* error) {
+  std::string dir = out + "/collect", log = out + "/collect.log";
+  mkdir(out.c_str(), 0755);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (f) dup2(fileno(stdout), 2);
+    std::string self = ExecutableDir() + "/invmw";
+    execl(self.c_str(), self.c_str(), "collect", "--listen", "127.0.0.1:0", "--out", dir.c_str(),
+          "--quiet", static_cast<char*>(nullptr));
+    std::fprintf(stderr, "invmw: cannot run %s: %s\n", self.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  // The collector says where it listens once it is bound (port 0 picks a free one).
+  const std::string tag = "listening on ";
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string t = text.str();
+    size_t at = t.find(tag);
+    size_t nl = at == std::string::npos ? at : t.find('\n', at);
+    if (nl != std::string::npos) {
+      std::string addr = t.substr(at + tag.size(), nl - at - tag.size());
+      *port = addr.substr(addr.rfind(':') + 1);
+      return pid;
+    }
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      *error = "the collector ended at once (see " + log + ")";
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  *error = "the collector did not start within 5 s (see " + log + ")";
+  return -1;
+}
+
 pid_t g_child = -1;
 void Forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
@@ -101,7 +153,7 @@ void Forward(int sig) {
 int Run(int argc, char** argv) {
   std::string out, lib, mpi;
   std::vector<std::string> env, command;
-  bool quiet = false, trace = false;
+  bool quiet = false, trace = false, collect = false;
   Args args("invmw run [options] -- <launcher> [launcher options] <program> [args]",
             "Runs an unmodified MPI job with the invmw library preloaded into every rank, and\n"
             "writes the run's profile (profile.txt, profile.json) into one experiment\n"
@@ -121,6 +173,9 @@ int Run(int argc, char** argv) {
                 "set an INVMW_* variable for the ranks (see `invmw config list`)")
       .Flag("--trace", &trace,
             "also write an OTF2 trace (traces.otf2); same as --env INVMW_TRACE_ENABLE=1")
+      .Flag("--collect", &collect,
+            "receive the ranks' live sample stream with `invmw collect` during the run (logs in "
+            "DIR/collect/, see docs/sampler.md)")
       .Flag("--quiet", &quiet, "print nothing but errors")
       .Rest("COMMAND", &command, "the launcher (or program) and its arguments")
       .Epilog(
@@ -184,6 +239,22 @@ int Run(int argc, char** argv) {
     vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
   if (quiet) vars.emplace_back("INVMW_RUNTIME_QUIET", "1");
+  pid_t collector = -1;
+  if (collect) {
+    for (const auto& kv : vars)
+      if (kv.first == "INVMW_SAMPLER_STREAM")
+        return Fail("--collect starts its own collector: do not also give INVMW_SAMPLER_STREAM");
+    if (const char* s = std::getenv("INVMW_SAMPLER_STREAM"); s && *s)
+      return Fail("--collect starts its own collector, but INVMW_SAMPLER_STREAM=" + std::string(s) +
+                  " is set: unset it or drop --collect");
+    std::string port, err;
+    collector = StartCollector(out, &port, &err);
+    if (collector < 0) return Fail("--collect: " + err);
+    vars.emplace_back("INVMW_SAMPLER_STREAM", "127.0.0.1:" + port);
+    if (!quiet)
+      std::fprintf(stderr, "invmw: collecting the live sample stream on 127.0.0.1:%s\n",
+                   port.c_str());
+  }
   if (trace) vars.emplace_back("INVMW_TRACE_ENABLE", "1");
   for (const auto& v : config::Variables())
     if (const char* val = std::getenv(v.name); val && std::string(v.name) != "INVMW_OUTPUT_DIR") {
@@ -218,7 +289,10 @@ int Run(int argc, char** argv) {
   std::fflush(nullptr);
 
   pid_t pid = fork();
-  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    if (collector > 0) kill(collector, SIGKILL);
+    return Fail(std::string("fork: ") + std::strerror(errno));
+  }
   if (pid == 0) {
     if (launcher == Launcher::kNone)
       for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
@@ -239,6 +313,21 @@ int Run(int argc, char** argv) {
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(s, &sa, nullptr);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (collector > 0) {
+    // Datagrams still in flight when the last rank exited arrive within a few milliseconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(collector, SIGINT);
+    int cs = 0;
+    while (waitpid(collector, &cs, 0) < 0 && errno == EINTR) {
+    }
+    if (!quiet) {
+      if (WIFEXITED(cs) && WEXITSTATUS(cs) == 0)
+        std::fprintf(stderr, "invmw: live stream: %s/collect/ (summary.json, merged.log)\n",
+                     out.c_str());
+      else
+        std::fprintf(stderr, "invmw: the collector failed; see %s/collect.log\n", out.c_str());
+    }
   }
 
   // A PVM run: every task wrote its own data; merge it now that the program has ended.
