@@ -11,6 +11,9 @@ Runs an 8-point design with `invmw experiment run` into a scratch database and
   4. starts it once more: nothing is run.
 Every row's responses must be the ones the inverse mapping derived from that run's trace
 (the run directory's analysis.json, written from traces.otf2).
+With --platform (an emulated cluster; needs root, else exit 77 = skipped), the killed run may
+leave its cgroups and network namespace behind, but the next start removes them: after the
+resume no invmw-* cgroup or namespace remains, and the rows carry the platform's name.
 """
 import argparse
 import json
@@ -21,6 +24,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "platforms", "emulate", "tests"))
+import emulate_test as et  # noqa: E402  (root checks and the invmw-* resource listing)
 
 
 def fail(msg):
@@ -58,9 +65,13 @@ def stray_processes(marker):
     return found
 
 
+def run_cmd(args, db):
+    cmd = [args.invmw, "experiment", "run", args.design, "--db", db, "--no-progress"]
+    return cmd + (["--platform", args.platform] if args.platform else [])
+
+
 def start(args, db, log):
-    return subprocess.Popen([args.invmw, "experiment", "run", args.design, "--db", db,
-                             "--no-progress"], stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(run_cmd(args, db), stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_rows(proc, db, count, timeout):
@@ -99,7 +110,10 @@ def main():
     ap.add_argument("--invmw", required=True)
     ap.add_argument("--design", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--platform", help="run on this emulated platform (root)")
     args = ap.parse_args()
+    if args.platform:
+        et.need(netns=True)
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     db = os.path.join(args.workdir, "results.db")
@@ -120,6 +134,8 @@ def main():
     if left:
         fail("processes of the killed run remain:\n  " + "\n  ".join(left))
     check_sound(db, n_points)
+    if args.platform:
+        print("left by the killed run (the next start removes them): %s" % et.resources())
 
     # 2. SIGINT after one more row.
     p = start(args, db, log)
@@ -148,10 +164,14 @@ def main():
                                     r["run_order"] != first[r["point"]]["run_order"]):
             fail("point %d, done before the kill, was run again" % r["point"])
     check_sound(db, n_points)
+    if args.platform:
+        if any(r["platform"] != args.platform for r in final):
+            fail("rows not on %s: %s" % (args.platform, [r["platform"] for r in final]))
+        if et.resources():
+            fail("cgroups or namespaces remain after the resume: %s" % et.resources())
 
     # 4. Nothing left to do.
-    out = subprocess.run([args.invmw, "experiment", "run", args.design, "--db", db,
-                          "--no-progress"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(run_cmd(args, db), capture_output=True, text=True, timeout=60)
     if out.returncode != 0 or "8 of 8 runs already done" not in out.stdout:
         fail("a complete design ran again: %s %s" % (out.stdout, out.stderr))
     if [(r["point"], r["start_time"]) for r in rows(db)] != \

@@ -319,12 +319,19 @@ def test_cleanup(args):
         check(r.returncode == 4, f"not root: `local` runs (rc {r.returncode}: {r.stderr.strip()})")
 
 
+def test_no_leftovers(args):
+    """After the suite's platform tests: no invmw-* cgroup or namespace of any run remains."""
+    need()
+    left = resources()
+    check(not left, f"no invmw cgroup or network namespace left after the tests: {left}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--invmw", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("test", choices=["quota", "scaling", "tcp_rate", "cleanup", "mpi_rate",
-                                     "pingpong"])
+                                     "pingpong", "no_leftovers"])
     args = ap.parse_args()
     t0 = time.monotonic()
     globals()["test_" + args.test](args)
