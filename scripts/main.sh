@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The main job: build invmw, run the bundled MPI example (examples/heat1d.c) on 2 ranks under
-# `invmw run`, and show its profile.
+# The main job: install what is missing, build what the pipeline runs, and run the pipeline
+# (scripts/pipeline.sh): profile and trace of the bundled example, probes of the emulated
+# platforms, calibration of the Opal model on the reference platform, predictions for the source
+# documents' platforms and the emulated ones, their validation against measured runs (errors
+# from the results database), plots and the HTML report.
+#
+#   scripts/main.sh [--quick] [--out DIR]
+#
+# Arguments go to scripts/pipeline.sh (--quick: under 3 minutes on a built tree). Emulated
+# platforms need root. BUILD_DIR picks the build tree (default ./build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD_DIR:-$here/build}
-bash "$here/scripts/build.sh"
-if [[ $(id -u) -eq 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-out=${INVMW_MAIN_OUT:-$here/invmw-main-$(date -u +%Y%m%d-%H%M%S)}
-"$build/bin/invmw" run --out "$out" -- mpirun.openmpi -np 2 "$build/bin/heat1d" 200000 2000 50
-"$build/bin/invmw" profile "$out"
-echo
-echo "main job done: profile in $out/profile.txt and $out/profile.json"
+case ${1:-} in -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+# Only what the pipeline runs; `scripts/test.sh` builds everything.
+INVMW_TARGETS="invmw invmw_preload opal-mini heat1d probe-pingpong probe-barrier probe-kernels" \
+  bash "$here/scripts/build.sh"
+exec bash "$here/scripts/pipeline.sh" "$@"
