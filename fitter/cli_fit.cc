@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
+#include "fitter/derive.h"
 #include "fitter/fit.h"
 #include "fitter/platform_table.h"
 #include "fitter/results_db.h"
@@ -25,6 +26,46 @@ using invmw::cli::Fail;
 
 nlohmann::json Num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+// Measured responses no model expression is fitted to (opal: t_idle), reported so that what the
+// model leaves out is visible next to what it explains.
+struct Unmodelled {
+  std::string column;
+  int rows = 0;
+  double mean = 0, min = 0, max = 0, share = NAN;  // share: mean of column / total's column
+};
+
+std::vector<Unmodelled> UnmodelledResponses(const Model& m, const DataTable& d) {
+  std::vector<Unmodelled> out;
+  int total = d.Column(m.total().column);
+  for (const auto& name : d.response_columns) {
+    bool modelled = false;
+    for (const auto& r : m.responses()) modelled |= r.column == name;
+    int c = d.Column(name);
+    if (modelled || c < 0) continue;
+    Unmodelled u;
+    u.column = name;
+    double sum = 0, share_sum = 0;
+    int share_rows = 0;
+    for (const auto& row : d.rows) {
+      double v = row[c];
+      if (!std::isfinite(v)) continue;
+      u.min = u.rows ? std::min(u.min, v) : v;
+      u.max = u.rows ? std::max(u.max, v) : v;
+      sum += v;
+      ++u.rows;
+      if (total >= 0 && std::isfinite(row[total]) && row[total] > 0) {
+        share_sum += v / row[total];
+        ++share_rows;
+      }
+    }
+    if (!u.rows) continue;
+    u.mean = sum / u.rows;
+    if (share_rows) u.share = share_sum / share_rows;
+    out.push_back(u);
+  }
+  return out;
 }
 
 nlohmann::json ToJson(const Model& m, const DataTable& d, const FitResult& r) {
@@ -86,6 +127,14 @@ nlohmann::json ToJson(const Model& m, const DataTable& d, const FitResult& r) {
          {"residual", p.residual},
          {"ape", Num(p.ape)}});
   }
+  j["unmodelled"] = nlohmann::json::array();
+  for (const auto& u : UnmodelledResponses(m, d))
+    j["unmodelled"].push_back({{"column", u.column},
+                               {"rows", u.rows},
+                               {"mean", u.mean},
+                               {"min", u.min},
+                               {"max", u.max},
+                               {"share_of_total", Num(u.share)}});
   j["warnings"] = r.warnings;
   return j;
 }
@@ -130,6 +179,15 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
                 Fmt(s.cv_mape < 0 ? NAN : s.cv_mape, 10).c_str(),
                 Fmt(s.cv_max_ape < 0 ? NAN : s.cv_max_ape, 10).c_str());
   }
+  std::vector<Unmodelled> um = UnmodelledResponses(m, d);
+  if (!um.empty()) {
+    std::printf("\nmeasured, not modelled (reported, not fitted):\n");
+    for (const auto& u : um)
+      std::printf("  %-12s mean %s s, %s..%s s over %d rows; %s%% of %s on average\n",
+                  u.column.c_str(), Fmt(u.mean, 0).c_str(), Fmt(u.min, 0).c_str(),
+                  Fmt(u.max, 0).c_str(), u.rows, Fmt(100 * u.share, 0).c_str(),
+                  m.total().column.c_str());
+  }
   auto where = [&](size_t row) {
     if (row < d.labels.size()) return d.labels[row];
     if (row < d.lines.size() && d.lines[row] > 0) return std::to_string(d.lines[row]);
@@ -152,7 +210,7 @@ int RunFit(int argc, char** argv) {
   std::string model_name, data_path, design, db_path, run_platform,
       weighting = "relative", loss = "none", loss_scale, starts, seed, out_table, platform_name,
       base_table, tables_dir;
-  std::vector<std::string> responses, fixes;
+  std::vector<std::string> responses, fixes, derives;
   Args args("invmw fit --model MODEL (--design NAME [--db FILE] | --data FILE.csv) [options]",
             "Calibrates the parameters of a model file from measurements with Ceres Solver\n"
             "(least squares, exact derivatives). Reports estimates, standard errors, confidence\n"
@@ -177,6 +235,9 @@ int RunFit(int argc, char** argv) {
       .Option("--seed", "N", &seed, "random seed for the extra starts")
       .Repeated("--response", "NAME", &responses, "fit only this response")
       .Repeated("--fix", "NAME=VALUE", &fixes, "hold a parameter at a value")
+      .Repeated("--derive", "F=EXPR", &derives,
+                "add factor F computed from the data's columns (model expression syntax), e.g. "
+                "nt from rc, or s=10")
       .Flag("--no-cv", &no_cv, "skip leave-one-out cross-validation")
       .Flag("--json", &json, "machine-readable output")
       .Option("--out", "FILE", &out_table, "write the fitted parameters as a platform table")
@@ -187,7 +248,9 @@ int RunFit(int argc, char** argv) {
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables (for --base-table)")
       .Epilog(
           "Examples:\n  invmw fit --model opal --design opal-84 --platform local --out local.toml\n"
-          "  invmw fit --model opal --data runs.csv --json > fit.json   # input of `invmw plot`\n");
+          "  invmw fit --model opal --data runs.csv --json > fit.json   # input of `invmw plot`\n"
+          "  invmw fit --model opal --design opal-full --derive s=10 \\\n"
+          "      --derive 'nt=if(rc > 0, 4/3*3.14159265*rc^3*0.0334, 1e9)'  # rows record rc\n");
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (model_name.empty()) return Fail("fit: --model is required");
   if (data_path.empty() == design.empty())
@@ -226,6 +289,7 @@ int RunFit(int argc, char** argv) {
     Model m = Model::Load(ResolveModelPath(model_name));
     DataTable d = design.empty() ? ReadCsv(data_path)
                                  : LoadResults(ResultsDbPath(db_path), {design, run_platform});
+    AddDerivedColumns(&d, derives);
     FitResult r = Fit(m, d, o);
     if (json) {
       std::printf("%s\n", ToJson(m, d, r).dump(2).c_str());

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
+#include "fitter/derive.h"
 #include "fitter/predict.h"
 #include "fitter/results_db.h"
 #include "fitter/validate.h"
@@ -113,7 +114,7 @@ int RunValidate(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, design, db_path, run_platform, table_name, reference, tables_dir, label,
       out;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, derives;
   Args args(
       "invmw validate --model MODEL --design NAME --table TABLE [--reference TABLE] [options]",
       "Predicts every design point of a design's measured runs (results database) and\n"
@@ -135,6 +136,8 @@ int RunValidate(int argc, char** argv) {
       .Option("--reference", "TABLE", &reference, "calibrated table to transfer from to --table")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
       .Repeated("--set", "F=V", &sets, "value of a factor the runs do not record")
+      .Repeated("--derive", "F=EXPR", &derives,
+                "factor F computed from the runs' columns, as for invmw fit")
       .Option("--label", "TEXT", &label, "name of this validation in reports (default: TABLE)")
       .Option("--out", "FILE", &out, "also write the JSON result to FILE")
       .Flag("--json", &json, "print JSON instead of text")
@@ -162,6 +165,7 @@ int RunValidate(int argc, char** argv) {
     ResolvedParameters rp = ResolveParameters(m, table, ref.get());
     std::string db = ResultsDbPath(db_path);
     DataTable d = LoadResults(db, {design, run_platform});
+    AddDerivedColumns(&d, derives);
     Validation v = Validate(m, rp.values, d, settings);
     nlohmann::json j = ToJson(m, table, ref.get(), rp, design, run_platform, db,
                               label.empty() ? table.name : label, v);

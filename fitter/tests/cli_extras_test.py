@@ -65,6 +65,11 @@ def test_fit_and_plots(a, tmp):
     for p in j['parameters']:
         err = abs(p['value'] - TRUTH[p['name']]) / TRUTH[p['name']]
         check(err < 0.05, f'{p["name"]} = {p["value"]:.4g} within 5% of the truth {TRUTH[p["name"]]:g}')
+    # The synthetic rows carry t_idle = 1% of t_wall: measured, not modelled, and reported.
+    um = {u['column']: u for u in j['unmodelled']}
+    check('t_idle' in um and um['t_idle']['rows'] == 168 and
+          close(um['t_idle']['share_of_total'], 0.01),
+          f'idle time reported as 1% of t_wall, not fitted: {j["unmodelled"]}')
     show = run([a.invmw, 'platform', 'show', table]).stdout
     check('fit of opal to' in show and 'design opal-84 platform local' in show,
           'written table names the design and platform it came from')
@@ -161,6 +166,35 @@ def test_probe(a, tmp):
     check('exists (use --force' in e, 'an existing table is not overwritten')
 
 
+def test_derive(a, tmp):
+    """A design that records the cut-off rc instead of the model's nt is fitted with --derive and
+    gives exactly the fit of the same data with nt recorded."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'testdata',
+                       'opal_small.csv')
+    lines = [l for l in open(src) if not l.startswith('#')]
+    header = lines[0].strip().split(',')
+    k = header.index('nt')
+    out = [','.join('rc' if c == 'nt' else c for c in header)]
+    for l in lines[1:]:
+        cells = l.strip().split(',')
+        cells[k] = {'100': '10', '1000000': '0'}[cells[k]]
+        out.append(','.join(cells))
+    with_rc = os.path.join(tmp, 'opal_rc.csv')
+    open(with_rc, 'w').write('\n'.join(out) + '\n')
+    ref = json.loads(run([a.invmw, 'fit', '--model', 'opal', '--data', src, '--no-cv',
+                          '--json']).stdout)
+    got = json.loads(run([a.invmw, 'fit', '--model', 'opal', '--data', with_rc, '--no-cv',
+                          '--json', '--derive', 'nt=if(rc > 0, 10*rc, 1000000)']).stdout)
+    check([p['value'] for p in got['parameters']] == [p['value'] for p in ref['parameters']],
+          'fit with nt derived from rc equals the fit with nt recorded')
+    e = run([a.invmw, 'fit', '--model', 'opal', '--data', with_rc], expect=2).stderr
+    check("'nt'" in e, 'without --derive the missing factor nt is named: ' + e.strip()[:100])
+    e = run([a.invmw, 'fit', '--model', 'opal', '--data', with_rc, '--derive', 'nt=rcc'],
+            expect=2).stderr
+    check("--derive nt" in e and "rcc" in e, 'a bad --derive names the item and the token: ' +
+          e.strip()[:120])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--invmw', required=True)
@@ -172,6 +206,7 @@ def main():
             test_probe(a, tmp)
         else:
             test_fit_and_plots(a, tmp)
+            test_derive(a, tmp)
     if failures:
         sys.exit(f'{len(failures)} check(s) failed')
 
