@@ -222,9 +222,7 @@ int RunFit(int argc, char** argv) {
             "component to its own (t_comm, ...), jointly, wherever the data have them.");
   args.Option("--model", "MODEL", &model_name, "built-in model name (opal, dyana, ...) or file")
       .Option("--design", "NAME", &design, "fit the runs of this design from the results database")
-      .Option("--db", "FILE", &db_path,
-              "results database (default: $INVMW_EXPERIMENT_DB, else <build>/experiments/"
-              "results.db)")
+      .Option("--db", "FILE", &db_path, kResultsDbHelp)
       .Option("--platform", "NAME", &run_platform,
               "only runs on this run platform (needed when the design ran on several)")
       .Option("--data", "FILE", &data_path, "CSV: header of factor and response column names")

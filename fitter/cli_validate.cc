@@ -127,9 +127,7 @@ int RunValidate(int argc, char** argv) {
       "Rule: error = (predicted - measured mean) / measured mean, in percent.");
   args.Option("--model", "MODEL", &model_name, "built-in model name or file")
       .Option("--design", "NAME", &design, "the measured runs: this design's rows")
-      .Option("--db", "FILE", &db_path,
-              "results database (default: $INVMW_EXPERIMENT_DB, else <build>/experiments/"
-              "results.db)")
+      .Option("--db", "FILE", &db_path, kResultsDbHelp)
       .Option("--platform", "NAME", &run_platform,
               "only runs on this run platform (needed when the design ran on several)")
       .Option("--table", "TABLE", &table_name, "platform table whose parameters predict (required)")
