@@ -52,7 +52,8 @@ std::string Summary(const Platform& p, int ranks) {
       s += ", TCP over a namespace loopback" +
            (p.rate_bps
                 ? " limited to " + p.rate_text + " (burst " + std::to_string(p.burst_bytes) + " B)"
-                : std::string(" (unlimited)"));
+                : std::string(" (unlimited)")) +
+           (p.mtu != kLoopbackMtu ? ", MTU " + std::to_string(p.mtu) : std::string());
       break;
   }
   return s;

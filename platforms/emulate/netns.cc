@@ -77,6 +77,9 @@ std::vector<std::string> TbfCommand(const std::string& name, const Platform& p) 
 void CreateNetns(const std::string& name, const Platform& p) {
   RunToolOrThrow({"ip", "netns", "add", name}, "cannot create network namespace " + name);
   try {
+    if (p.mtu != kLoopbackMtu)
+      RunToolOrThrow({"ip", "-n", name, "link", "set", "lo", "mtu", std::to_string(p.mtu)},
+                     "cannot set the MTU of the loopback of " + name);
     RunToolOrThrow({"ip", "-n", name, "link", "set", "lo", "up"},
                    "cannot bring up the loopback of " + name);
     if (auto tc = TbfCommand(name, p); !tc.empty())

@@ -123,13 +123,13 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
                         std::string(e.description()));
   }
   static const std::set<std::string> kKeys = {
-      "name",      "description", "caveat", "nodes", "ranks", "cpu_quota",
-      "period_us", "network",     "rate",   "burst", "queue", "yield_when_idle"};
+      "name",    "description", "caveat", "nodes", "ranks",           "cpu_quota", "period_us",
+      "network", "rate",        "burst",  "queue", "yield_when_idle", "mtu"};
   for (const auto& [k, v] : doc) {
     if (!kKeys.count(std::string(k.str())))
       throw PlatformError(Where(source, k.source()) + "unknown key '" + std::string(k.str()) +
                           "' (expected name, description, caveat, nodes, cpu_quota, period_us, "
-                          "network, rate, burst, queue, yield_when_idle)");
+                          "network, rate, burst, queue, mtu, yield_when_idle)");
   }
   auto str = [&](const char* key, bool required, std::string def) -> std::string {
     const toml::node* n = doc.get(key);
@@ -209,7 +209,7 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
                         "'; expected \"shm\" (shared memory), \"tcp\" (loopback of a network "
                         "namespace) or \"host\"");
   }
-  for (const char* k : {"rate", "burst", "queue"})
+  for (const char* k : {"rate", "burst", "queue", "mtu"})
     if (doc.get(k) && p.network != Network::kTcp)
       throw PlatformError(where(k) + "'" + k + "' applies only to network = \"tcp\"");
   if (p.network == Network::kTcp) {
@@ -222,10 +222,16 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
     if (!ParseBytes(burst, &p.burst_bytes))
       throw PlatformError(where("burst") + "'burst' is '" + burst +
                           "'; expected a size in bytes, k/kb or m/mb (e.g. \"80kb\")");
-    if (p.rate_bps && p.burst_bytes <= kLoopbackMtu)
+    if (const toml::node* n = doc.get("mtu")) {
+      auto v = n->value<int64_t>();
+      if (!v || *v < kMinMtu || *v > kLoopbackMtu)
+        throw PlatformError(where("mtu") + "'mtu' must be a whole number of bytes from " +
+                            std::to_string(kMinMtu) + " to " + std::to_string(kLoopbackMtu));
+      p.mtu = *v;
+    }
+    if (p.rate_bps && p.burst_bytes <= p.mtu)
       throw PlatformError(where("burst") + "'burst' of " + std::to_string(p.burst_bytes) +
-                          " bytes does not exceed the loopback MTU (" +
-                          std::to_string(kLoopbackMtu) +
+                          " bytes does not exceed the loopback MTU (" + std::to_string(p.mtu) +
                           " bytes): the token bucket would never pass a full packet");
     std::string queue = str("queue", false, "50ms");
     if (!ParseDurationUs(queue, &p.queue_us) || p.queue_us < 1000)

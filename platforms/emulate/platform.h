@@ -43,8 +43,11 @@ constexpr int64_t kMinCfsUs = 1000;
 constexpr int64_t kMaxCfsPeriodUs = 1000000;
 // The period a platform gets unless it names one (see platform.cc and docs/platforms.md).
 constexpr int64_t kDefaultPeriodUs = 10000;
-// The loopback MTU: a token bucket shallower than one packet never lets a packet through.
+// The loopback's default MTU. A token bucket shallower than one packet never lets a packet
+// through, so the burst must exceed the MTU; a platform may lower the MTU (key `mtu`) to allow a
+// shallow bucket, whose burst short messages cannot use to beat the rate.
 constexpr int64_t kLoopbackMtu = 65536;
+constexpr int64_t kMinMtu = 1280;  // IPv6's minimum: the loopback carries both families
 
 struct Platform {
   std::string name;
@@ -59,6 +62,7 @@ struct Platform {
   std::string rate_text;  // as written, for messages
   int64_t burst_bytes = 0;
   int64_t queue_us = 0;
+  int64_t mtu = kLoopbackMtu;  // of the namespace's loopback (tcp platforms)
   // Ask the MPI to yield the CPU while it polls for messages (Open MPI mpi_yield_when_idle).
   // Polling ranks burn their quota and are then throttled, but yielding measured worse than
   // polling here (docs/platforms.md), so it is off unless a platform asks for it.

@@ -87,6 +87,15 @@ TEST(Platform, BurstMustExceedTheLoopbackMtu) {
   EXPECT_NE(ErrorOf(base + "burst = \"64kb\"\n").find("does not exceed the loopback MTU"),
             std::string::npos);
   EXPECT_EQ(ErrorOf(base + "burst = \"65537\"\n"), "");
+  // A lower MTU allows a shallow bucket; the burst must still exceed it.
+  EXPECT_EQ(ErrorOf(base + "mtu = 1500\nburst = \"16kb\"\n"), "");
+  EXPECT_EQ(ParsePlatform(base + "mtu = 1500\nburst = \"16kb\"\n", "p.toml").mtu, 1500);
+  EXPECT_NE(ErrorOf(base + "mtu = 1500\nburst = \"1400\"\n").find("loopback MTU (1500"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + "mtu = 100\n").find("'mtu' must be"), std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHeader) + "network = \"shm\"\nmtu = 1500\n")
+                .find("applies only to network"),
+            std::string::npos);
 }
 
 TEST(Platform, RateLimitedLoopbackNeedsTheSharedMediumCaveat) {
