@@ -8,8 +8,14 @@
          receiver, tag and size.
   nopvm  runs a program without PVM with the library preloaded: same output, no PVM symbol
          bound (LD_DEBUG=bindings), nothing written, nothing printed about PVM.
+  static runs examples/pvm_static.c linked with libpvm3.a, whose PVM calls cannot be
+         interposed: alone under `invmw run` (the run must pick the PVM preload although ldd
+         shows no libpvm3), and as the worker of the same program linked with the shared
+         libpvm3 (the preload reaches it through PVM_EXPORT). Checks that `invmw run` names
+         the program as statically linked, that none of its calls is recorded, and that exit
+         status and output equal a plain run's.
 
-Needs a running daemon for `known` (the pvmd fixture). Exits 1 with a message naming the
+Needs a running daemon for `known` and `static` (the pvmd fixture). Exits 1 with a message naming the
 first mismatch.
 """
 import argparse
@@ -151,16 +157,73 @@ def check_nopvm(a):
     shutil.rmtree(a.out, ignore_errors=True)
 
 
+def run_plain_and_invmw(a, out, argv):
+    """The program alone, then under `invmw run`; returns both results."""
+    shutil.rmtree(out, ignore_errors=True)
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if plain.returncode != 0 or 'worker summed 55' not in plain.stdout:
+        fail('%s on its own: status %d, output %r %r (is pvmd running?)' %
+             (argv, plain.returncode, plain.stdout, plain.stderr))
+    run = subprocess.run([a.invmw, 'run', '--out', out, '--'] + argv, capture_output=True,
+                         text=True, timeout=60)
+    print(run.stdout + run.stderr)
+    expect('exit status under invmw run', run.returncode, plain.returncode)
+    expect('stdout under invmw run', run.stdout, plain.stdout)
+    # invmw's own lines (and the preload's warning) are the only additions to stderr.
+    expect('stderr besides invmw\'s lines',
+           [l for l in run.stderr.splitlines() if not l.startswith('invmw:')],
+           plain.stderr.splitlines())
+    return run
+
+
+def check_static(a):
+    static = os.path.realpath(a.prog)
+    report = 'invmw: pvm: %s has PVM linked in statically: not recorded' % static
+
+    # 1. The statically linked program started directly: nothing of it can be recorded.
+    out = a.out + '/alone'
+    run = run_plain_and_invmw(a, out, [a.prog])
+    if 'with libinvmw-pvm.so' not in run.stderr:
+        fail('invmw run did not pick libinvmw-pvm.so for a program with libpvm3.a in it')
+    if report not in run.stderr.splitlines():
+        fail('no line %r' % report)
+    print('ok   reported: ' + report)
+    pvm_dir = os.path.join(out, 'raw', 'pvm')
+    expect('task data recorded', sorted(n for n in os.listdir(pvm_dir) if n.startswith('task-')),
+           [])
+    expect('profile.json written', os.path.exists(os.path.join(out, 'profile.json')), False)
+
+    # 2. A shared-libpvm3 master spawning the static program: the master alone is recorded.
+    out = a.out + '/spawned'
+    run = run_plain_and_invmw(a, out, [a.shared_prog, static])
+    if report not in run.stderr.splitlines():
+        fail('no line %r' % report)
+    print('ok   reported: ' + report)
+    prof = json.load(open(os.path.join(out, 'profile.json')))
+    expect('pvm.statically_linked_programs', prof['pvm']['statically_linked_programs'], [static])
+    expect('recorded tasks (programs)', [t['program'] for t in prof['pvm']['tasks']],
+           [os.path.realpath(a.shared_prog)])
+    f = prof['functions']
+    # One send of 10 ints and one receive of 1 int each way: the worker's receive and send
+    # would double these counts if any of its calls had been recorded.
+    expect('pvm_send calls, bytes', (f['pvm_send']['calls'], f['pvm_send']['bytes_sent']),
+           (1, 10 * XDR_INT))
+    expect('pvm_recv calls, bytes', (f['pvm_recv']['calls'], f['pvm_recv']['bytes_recv']),
+           (1, XDR_INT))
+    expect('pvm_upkint calls', f['pvm_upkint']['calls'], 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('mode', choices=['known', 'nopvm'])
+    ap.add_argument('mode', choices=['known', 'nopvm', 'static'])
     ap.add_argument('--invmw')
     ap.add_argument('--lib')
     ap.add_argument('--prog', required=True)
+    ap.add_argument('--shared-prog')
     ap.add_argument('--out', required=True)
     ap.add_argument('--otf2-print', default='otf2-print')
     a = ap.parse_args()
-    (check_known if a.mode == 'known' else check_nopvm)(a)
+    {'known': check_known, 'nopvm': check_nopvm, 'static': check_static}[a.mode](a)
     print('PASS')
 
 
