@@ -30,6 +30,7 @@
 #include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pvm_wrap/merge.h"
+#include "pvm_wrap/static_pvm.h"
 
 namespace invmw::cli {
 namespace {
@@ -84,9 +85,12 @@ std::string ProgramFlavor(const std::string& prog) {
     mpi |= std::strstr(line, "libmpi") != nullptr;
     pvm |= std::strstr(line, "libpvm3") != nullptr;
   }
+  pclose(p);
+  // A program with libpvm3 linked in statically shows no libpvm3 to ldd, but only the PVM
+  // preload can tell the user that its calls are not observed (docs/pvm.md).
+  if (!pvm && !mpi) pvm = pvm::HasStaticPvm(Which(prog).c_str());
   // A PVM program gets the PVM companion library (pvm_wrap), unless it also uses MPI.
   if (pvm && !mpi) flavor = "pvm";
-  pclose(p);
   return flavor;
 }
 

@@ -529,7 +529,9 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
   }
   if (ranks_found) *ranks_found = int(ranks.size());
   if (ranks.empty()) {
-    *error = raw_dir + ": no readable rank data\n" + problems;
+    // No trailing newline: callers print the message as a line of its own.
+    if (!problems.empty()) problems.pop_back();
+    *error = raw_dir + ": no readable rank data" + (problems.empty() ? "" : "\n" + problems);
     return false;
   }
   bool incomplete = false;

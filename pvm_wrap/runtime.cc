@@ -18,6 +18,7 @@
 #include "common/run_dir.h"
 #include "invmw_version.h"
 #include "pvm_wrap/clock_sync.h"
+#include "pvm_wrap/static_pvm.h"
 #include "pvm_wrap/task_state.h"
 #include "sampler/sampler.h"
 
@@ -145,22 +146,7 @@ bool LibpvmLoaded() {
 // A program with libpvm3 linked in statically carries its strings but loads no libpvm3.so:
 // its PVM calls never reach our symbols.
 bool StaticallyLinkedPvm() {
-  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  bool found = false;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    void* p = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p != MAP_FAILED) {
-      static const char kMarkA[] = "libpvm [t%x]";
-      static const char kMarkB[] = "PVM_EXPORT";
-      found = memmem(p, size_t(st.st_size), kMarkA, sizeof kMarkA - 1) &&
-              memmem(p, size_t(st.st_size), kMarkB, sizeof kMarkB - 1);
-      munmap(p, size_t(st.st_size));
-    }
-  }
-  close(fd);
-  return found;
+  return HasStaticPvm("/proc/self/exe");
 }
 
 }  // namespace

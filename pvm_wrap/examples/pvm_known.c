@@ -10,6 +10,15 @@
  *   each worker -> master: pvm_psend, tag 12, 25 doubles                     3 psends
  *   master: pvm_precv tag 12 three times (any source)                        3 precvs
  *           (libpvm3 3.4.6 returns the received length in bytes, not items)
+ * Then the receives that may find nothing, and a reduction. Worker w (w = 1..3, its place in
+ * the spawn list and so its rank; the master sends it w in the first int of tag 10) sends
+ *   worker w -> master: pvm_send, tag 16, 16*w bytes (pvm_pkbyte)            3 sends
+ *   worker w -> master: pvm_send, tag 15, 5*w floats (pvm_pkfloat)           3 sends
+ *   master: pvm_nrecv, pvm_probe and pvm_trecv (10 ms) of tags never sent   3 misses
+ *   master, for w = 1..3: pvm_trecv(w, 15), then pvm_probe(w, 16) and pvm_nrecv(w, 16),
+ *           which find their message: PVM keeps the order of two tasks' messages, and
+ *           tag 16 was sent before tag 15                                    9 hits
+ *   all: pvm_reduce(PvmSum, 4 ints, tag 14, root instance 0 = the master)    4 reduces
  *   all: a final barrier, then pvm_exit.
  * Every task prints what it checked; a wrong value exits with status 1.
  */
@@ -17,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define NWORK 3
@@ -32,9 +42,11 @@ static int check(int ok, const char* what) {
 }
 
 static int worker(void) {
-  int parent = pvm_parent(), i;
-  int ints[100], small[8];
+  int parent = pvm_parent(), i, w;
+  int ints[100], small[8], sum[4];
   double d[50], reply[25];
+  char bytes[16 * NWORK];
+  float floats[5 * NWORK];
   check(pvm_joingroup(GROUP) >= 0, "joingroup");
   check(pvm_barrier(GROUP, NWORK + 1) >= 0, "barrier 1");
   check(pvm_recv(parent, 10) > 0, "recv 10");
@@ -45,6 +57,18 @@ static int worker(void) {
   check(pvm_upkint(small, 8, 1) >= 0 && small[7] == 7, "upkint bcast");
   for (i = 0; i < 25; ++i) reply[i] = d[i] * 2;
   check(pvm_psend(parent, 12, reply, 25, PVM_DOUBLE) >= 0, "psend");
+  check(ints[0] >= 1 && ints[0] <= NWORK, "worker number");
+  w = ints[0];
+  for (i = 0; i < 16 * w; ++i) bytes[i] = (char)(w + i);
+  for (i = 0; i < 5 * w; ++i) floats[i] = (float)(w * 100 + i);
+  pvm_initsend(PvmDataDefault);
+  pvm_pkbyte(bytes, 16 * w, 1);
+  check(pvm_send(parent, 16) >= 0, "send 16");
+  pvm_initsend(PvmDataDefault);
+  pvm_pkfloat(floats, 5 * w, 1);
+  check(pvm_send(parent, 15) >= 0, "send 15");
+  for (i = 0; i < 4; ++i) sum[i] = w * (i + 1);
+  check(pvm_reduce(PvmSum, sum, 4, PVM_INT, 14, GROUP, 0) >= 0, "reduce");
   check(pvm_barrier(GROUP, NWORK + 1) >= 0, "barrier 2");
   pvm_lvgroup(GROUP);
   pvm_exit();
@@ -62,7 +86,8 @@ int main(int argc, char** argv) {
   check(len > 0, "readlink");
   self[len] = 0;
   /* Joining first starts the group server once, before the workers race to start it. */
-  check(pvm_joingroup(GROUP) >= 0, "joingroup");
+  /* Instance 0: the root of the reduction. */
+  check(pvm_joingroup(GROUP) == 0, "joingroup");
   {
     char* wargv[] = {"worker", NULL};
     n = pvm_spawn(self, wargv, PvmTaskDefault, "", NWORK, tids);
@@ -73,6 +98,7 @@ int main(int argc, char** argv) {
   for (i = 0; i < 50; ++i) d[i] = i + 0.5;
   for (i = 0; i < 8; ++i) small[i] = i;
   for (i = 0; i < NWORK; ++i) {
+    ints[0] = i + 1; /* the worker's number */
     pvm_initsend(PvmDataDefault);
     pvm_pkint(ints, 100, 1);
     check(pvm_send(tids[i], 10) >= 0, "send");
@@ -89,6 +115,27 @@ int main(int argc, char** argv) {
     if (rlen != 25 * (int)sizeof(double) || rtag != 12 || reply[24] != 49.0)
       fprintf(stderr, "pvm_known: precv got rlen %d rtag %d reply[24] %g\n", rlen, rtag, reply[24]);
     check(rlen == 25 * (int)sizeof(double) && rtag == 12 && reply[24] == 49.0, "precv data");
+  }
+  {
+    struct timeval short_wait = {0, 10000}, long_wait = {30, 0};
+    char bytes[16 * NWORK];
+    float floats[5 * NWORK];
+    int sum[4] = {0, 0, 0, 0}, w;
+    check(pvm_nrecv(-1, 97) == 0, "nrecv of a tag never sent");
+    check(pvm_probe(-1, 98) == 0, "probe of a tag never sent");
+    check(pvm_trecv(-1, 99, &short_wait) == 0, "trecv of a tag never sent");
+    for (w = 1; w <= NWORK; ++w) {
+      check(pvm_trecv(tids[w - 1], 15, &long_wait) > 0, "trecv 15");
+      check(pvm_upkfloat(floats, 5 * w, 1) >= 0 && floats[5 * w - 1] == w * 100 + 5 * w - 1,
+            "upkfloat");
+      check(pvm_probe(tids[w - 1], 16) > 0, "probe 16 (sent before 15)");
+      check(pvm_nrecv(tids[w - 1], 16) > 0, "nrecv 16 (sent before 15)");
+      check(pvm_upkbyte(bytes, 16 * w, 1) >= 0 && bytes[16 * w - 1] == (char)(w + 16 * w - 1),
+            "upkbyte");
+    }
+    check(pvm_reduce(PvmSum, sum, 4, PVM_INT, 14, GROUP, 0) >= 0, "reduce");
+    /* The master adds 0; worker w adds w * (i + 1). */
+    check(sum[0] == 6 && sum[3] == 24, "reduce sum");
   }
   check(pvm_barrier(GROUP, NWORK + 1) >= 0, "barrier 2");
   pvm_lvgroup(GROUP);

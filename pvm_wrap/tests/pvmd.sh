@@ -15,8 +15,12 @@ daemon_pid() {
   done
 }
 stop() {
-  if [ -e "$PVM_TMP/pvmd.$uid" ]; then
-    echo halt | timeout 10 pvm >/dev/null 2>&1
+  # Only a live daemon can halt. After a SIGKILL its pvmd.<uid> stays behind, and a console
+  # started then cannot start a daemon of its own ("pvmd already running") nor reach the dead
+  # one: it would retry until the timeout.
+  if [ -n "$(daemon_pid)" ]; then
+    # In a subshell: halt ends the console too, and the shell would report "Terminated".
+    (echo halt | timeout 10 pvm) >/dev/null 2>&1
   fi
   for i in 1 2 3 4 5 6 7 8 9 10; do
     [ -z "$(daemon_pid)" ] && break
