@@ -15,7 +15,10 @@ Checks, per rank (location group):
   - every receive (MpiRecv, MpiIrecv) is matched by a send (MpiSend, MpiIsend) with the same
     communicator, peers and tag, in order, with the same length, and no send is left over;
   - message bytes sent and received per rank equal the profile's point-to-point bytes;
-  - MpiCollectiveBegin/End pair up, one per blocking collective call of the profile.
+  - MpiCollectiveBegin/End pair up, one per blocking collective call of the profile;
+  - the run metadata's clock_sync (profile.json, meta.json) holds every rank's offset to rank 0
+    at init and finalize with its uncertainty, max_uncertainty_s is the largest of these, and
+    each offset and uncertainty is the ClockOffset the trace holds for that rank (otf2-print -C).
 With --raw-at-least, also: every call record the rank had flushed to raw/ is in the archive
 (used after a kill, where the profile is incomplete and the trace was recovered).
 
@@ -197,6 +200,79 @@ def check_skew(run_dir, off_s, drift):
     return errors
 
 
+def otf2_print_clock_offsets(path):
+    """{location id: [(time, offset, stddev), ...]} from `otf2-print -C` (the local ClockOffset
+    definitions; the Python bindings do not read local definitions)."""
+    res = subprocess.run(['otf2-print', '-C', path], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        return None, f'otf2-print -C failed ({res.returncode}): {res.stderr[-500:]}'
+    offsets = collections.defaultdict(list)
+    for line in res.stdout.splitlines():
+        m = re.match(r'CLOCK_OFFSET\s+(\d+)\s+Time: (\d+), Offset: ([+-]?\d+), StdDev: (\S+)',
+                     line)
+        if m:
+            offsets[int(m.group(1))].append((int(m.group(2)), int(m.group(3)),
+                                             float(m.group(4))))
+    return offsets, None
+
+
+def check_clock_metadata(run_dir, profile, trace_path):
+    """The run metadata's clock_sync (profile.json and meta.json) reports every rank's offsets at
+    init and finalize with their uncertainty, its max_uncertainty_s is the largest of those, and
+    each offset is the one the trace's ClockOffset definitions carry for that rank."""
+    errors = []
+    cs = profile.get('metadata', {}).get('clock_sync')
+    if not isinstance(cs, dict):
+        return ['profile.json: metadata.clock_sync missing']
+    meta = json.load(open(os.path.join(run_dir, 'meta.json')))
+    if meta.get('clock_sync') != cs:
+        errors.append('meta.json clock_sync differs from profile.json metadata.clock_sync')
+    if cs.get('method') != 'pingpong_min_rtt' or cs.get('reference_rank') != 0:
+        errors.append(f'clock_sync: method {cs.get("method")}, reference {cs.get("reference_rank")}')
+    tps = cs.get('ticks_per_second', 0)
+    nranks = profile['metadata']['ranks']
+    ranks = cs.get('ranks', [])
+    if [r.get('rank') for r in ranks] != list(range(nranks)):
+        return errors + [f'clock_sync.ranks: ranks {[r.get("rank") for r in ranks]}, expected '
+                         f'0..{nranks - 1}']
+    offsets, err = otf2_print_clock_offsets(trace_path)
+    if err:
+        return errors + [err]
+    worst = 0.0
+    for r in ranks:
+        rank = r['rank']
+        # The main thread's location id is the rank (converter.h, LocationId).
+        in_trace = {t: (off, sd) for t, off, sd in offsets.get(rank, [])}
+        for phase in ('init', 'finalize'):
+            p = r.get(phase)
+            if not p:
+                errors.append(f'clock_sync rank {rank}: no {phase} measurement')
+                continue
+            u = p['uncertainty_s']
+            worst = max(worst, u)
+            if rank == 0 and (p['offset_s'] != 0 or u != 0):
+                errors.append(f'clock_sync rank 0 {phase}: the reference has offset '
+                              f'{p["offset_s"]} s, uncertainty {u} s')
+            if rank != 0 and not u > 0:
+                errors.append(f'clock_sync rank {rank} {phase}: uncertainty {u} s is not positive')
+            if p['ticks'] not in in_trace:
+                errors.append(f'rank {rank} {phase}: no ClockOffset at tick {p["ticks"]} in the '
+                              f'trace (it has {sorted(in_trace)})')
+                continue
+            off, sd = in_trace[p['ticks']]
+            # The trace stores -offset and the uncertainty in ticks, rounded to integers.
+            if abs(off + p['offset_s'] * tps) > 1 or abs(sd - u * tps) > 1:
+                errors.append(f'rank {rank} {phase}: metadata offset {p["offset_s"]} s +- {u} s '
+                              f'is {-p["offset_s"] * tps:.1f} +- {u * tps:.1f} ticks, the trace '
+                              f'has {off} +- {sd}')
+            print(f'clock_sync rank {rank} {phase}: {p["offset_s"] * 1e6:.3f} us +- '
+                  f'{u * 1e6:.3f} us, trace {off} +- {sd} ticks')
+    if abs(cs.get('max_uncertainty_s', -1) - worst) > 1e-15:
+        errors.append(f'clock_sync.max_uncertainty_s {cs.get("max_uncertainty_s")}, largest '
+                      f'uncertainty of the ranks {worst}')
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('run_dir')
@@ -253,6 +329,7 @@ def main():
             if t['coll_begin'][rank] != t['coll_end'][rank]:
                 errors.append(f'rank {rank}: {t["coll_begin"][rank]} MpiCollectiveBegin, '
                               f'{t["coll_end"][rank]} MpiCollectiveEnd')
+        errors += check_clock_metadata(a.run_dir, profile, path)
 
     if a.raw_at_least:
         for rank in sorted(t['enters']):
