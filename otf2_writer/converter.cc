@@ -718,6 +718,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
     clocks[rank.rank] = ClockModel::For(rank, &warn);
     if (!warn.empty()) result.problems.push_back(warn);
     if (!rank.has_end || rank.dropped_events) result.partial = true;
+    result.dropped_events += rank.dropped_events;
 
     std::vector<FunctionInfo> funcs;
     std::vector<OTF2_RegionRef> refs;
@@ -937,6 +938,11 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   Check(
       OTF2_Archive_SetProperty(archive, "INVMW::PARTIAL", result.partial ? "true" : "false", true),
       "SetProperty");
+  // Readers need the size of the gap, not only that there is one: records dropped by full rings
+  // (INVMW_TRACE_ON_FULL=stop), summed over ranks.
+  Check(OTF2_Archive_SetProperty(archive, "INVMW::DROPPED_EVENTS",
+                                 std::to_string(result.dropped_events).c_str(), true),
+        "SetProperty");
   Check(OTF2_Archive_SetProperty(archive, "INVMW::PROBLEMS",
                                  std::to_string(result.problems.size()).c_str(), true),
         "SetProperty");

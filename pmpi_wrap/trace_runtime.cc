@@ -175,7 +175,8 @@ void TraceInit() {
   TraceCommDefined(LookupComm(MPI_COMM_SELF));
   PMPI_Comm_dup(MPI_COMM_WORLD, &g_sync_comm);
   MeasureClockOffset("init");
-  StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
+  if (!g.cfg.TRACE_TEST_NO_WRITER)
+    StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
 }
 
 void TraceFinalize() {

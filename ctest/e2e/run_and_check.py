@@ -317,6 +317,8 @@ def check_trace(a, out_dir, expect_dir):
                  if kv.startswith('INVMW_TRACE_TEST_SKEW=')), None)
     if skew:
         checker += ['--skew', skew]
+    if a.trace_full:
+        checker += ['--expect-flushes' if a.trace_full == 'flush' else '--expect-dropped']
     if a.end == 'finalize':
         checker += ['--profile', os.path.join(out_dir, 'profile.json')]
     else:
@@ -360,6 +362,9 @@ def main():
                          'the known state and the trace writer had time to drain')
     ap.add_argument('--trace', action='store_true',
                     help='trace the run and check traces.otf2 (ctest/e2e/check_trace.py)')
+    ap.add_argument('--trace-full', choices=('flush', 'stop'),
+                    help='with --trace: the rings fill (tiny INVMW_TRACE_BUFFER); the trace must '
+                         'show the flushes (every call still recorded) or the dropped events')
     ap.add_argument('--expect-end', action='append', default=[],
                     help='RANK:END[:SIGNAL] (RANK may be *): required end of a rank')
     ap.add_argument('--env', action='append', default=[], help='K=V passed to the ranks')
