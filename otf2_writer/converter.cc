@@ -11,6 +11,7 @@
 #include "otf2_writer/clock_model.h"
 #include "otf2_writer/comm_map.h"
 #include "otf2_writer/function_info.h"
+#include "otf2_writer/otf2_open.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/raw_samples.h"
 
@@ -40,11 +41,6 @@ void Check(OTF2_ErrorCode rc, const char* what) {
     throw std::runtime_error(std::string("OTF2 error in ") + what + ": " + OTF2_Error_GetName(rc) +
                              " (" + OTF2_Error_GetDescription(rc) + ")");
 }
-
-OTF2_FlushType PreFlush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) {
-  return OTF2_FLUSH;
-}
-const OTF2_FlushCallbacks kFlushCallbacks = {PreFlush, nullptr};
 
 // The one attribute invmw defines: the count of coalesced unsuccessful tests.
 constexpr OTF2_AttributeRef kCoalescedAttribute = 0;
@@ -700,18 +696,14 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   const OTF2_RegionRef pause_region =
       region("invmw:paused", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
 
-  OTF2_Archive* archive = OTF2_Archive_Open(run_dir.c_str(), name.c_str(), OTF2_FILEMODE_WRITE,
-                                            options.chunk_size_events, options.chunk_size_defs,
-                                            OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
-  if (!archive) throw std::runtime_error(result.archive + ": OTF2_Archive_Open failed");
+  OTF2_Archive* archive =
+      OpenArchiveForWriting(run_dir, name, options.chunk_size_events, options.chunk_size_defs);
   struct Closer {
     OTF2_Archive* a;
     ~Closer() {
       if (a) OTF2_Archive_Close(a);
     }
   } closer{archive};
-  Check(OTF2_Archive_SetFlushCallbacks(archive, &kFlushCallbacks, nullptr), "SetFlushCallbacks");
-  Check(OTF2_Archive_SetSerialCollectiveCallbacks(archive), "SetSerialCollectiveCallbacks");
   Check(OTF2_Archive_SetCreator(archive, "invmw trace convert"), "SetCreator");
   Check(OTF2_Archive_SetDescription(archive, "MPI trace recorded by invmw (LD_PRELOAD)"),
         "SetDescription");
@@ -726,6 +718,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
     clocks[rank.rank] = ClockModel::For(rank, &warn);
     if (!warn.empty()) result.problems.push_back(warn);
     if (!rank.has_end || rank.dropped_events) result.partial = true;
+    result.dropped_events += rank.dropped_events;
 
     std::vector<FunctionInfo> funcs;
     std::vector<OTF2_RegionRef> refs;
@@ -945,6 +938,11 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   Check(
       OTF2_Archive_SetProperty(archive, "INVMW::PARTIAL", result.partial ? "true" : "false", true),
       "SetProperty");
+  // Readers need the size of the gap, not only that there is one: records dropped by full rings
+  // (INVMW_TRACE_ON_FULL=stop), summed over ranks.
+  Check(OTF2_Archive_SetProperty(archive, "INVMW::DROPPED_EVENTS",
+                                 std::to_string(result.dropped_events).c_str(), true),
+        "SetProperty");
   Check(OTF2_Archive_SetProperty(archive, "INVMW::PROBLEMS",
                                  std::to_string(result.problems.size()).c_str(), true),
         "SetProperty");

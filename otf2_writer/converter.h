@@ -40,6 +40,8 @@ struct ConvertResult {
   uint64_t events_out = 0;     // OTF2 events written (metric events included)
   uint64_t metric_events = 0;  // of which sampler metrics (OTF2 Metric records)
   bool partial = false;        // some rank did not end cleanly, or data was dropped
+  // Raw records the ranks' full rings dropped (INVMW_TRACE_ON_FULL=stop), summed over ranks.
+  uint64_t dropped_events = 0;
   std::vector<std::string> problems;
 };
 

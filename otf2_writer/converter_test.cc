@@ -87,6 +87,7 @@ TEST_F(ConvertedRun, OwnReaderSeesExactlyTheSyntheticRun) {
   EXPECT_NEAR(double(t.global_offset), double(o.base_ticks), 2.0);  // MPI_Init enter, true time 0
   EXPECT_NE(t.realtime_ns, 0u);
   EXPECT_EQ(t.properties["INVMW::PARTIAL"], "false");
+  EXPECT_EQ(t.properties["INVMW::DROPPED_EVENTS"], "0");
   EXPECT_EQ(CountByType(t), expected_.by_type);
   EXPECT_EQ(CountByRank(t), expected_.by_rank);
   uint64_t total = 0;

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "otf2_writer/otf2_open.h"
+
 namespace invmw::otf2 {
 
 const char* EventTypeName(TraceEvent::Type t) {
@@ -386,14 +388,11 @@ Trace ReadTrace(const std::string& path) {
   t.path = path;
   State s;
   s.t = &t;
-  OTF2_Reader* reader = OTF2_Reader_Open(path.c_str());
-  if (!reader)
-    throw std::runtime_error(path + ": cannot open OTF2 archive (missing or not an anchor file)");
+  OTF2_Reader* reader = OpenArchiveForReading(path);
   struct Closer {
     OTF2_Reader* r;
     ~Closer() { OTF2_Reader_Close(r); }
   } closer{reader};
-  Check(OTF2_Reader_SetSerialCollectiveCallbacks(reader), path, "SetSerialCollectiveCallbacks");
 
   uint32_t nprops = 0;
   char** names = nullptr;

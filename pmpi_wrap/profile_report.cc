@@ -19,14 +19,16 @@ using nlohmann::json;
 json MetaToJson(const RunMeta& m) {
   json cfg = json::object();
   for (const auto& [k, v] : m.config) cfg[k] = v;
-  return json{{"invmw_version", m.invmw_version},
-              {"mpi_flavor", m.mpi_flavor},
-              {"mpi_library", m.mpi_library},
-              {"output_dir", m.output_dir},
-              {"command", m.command},
-              {"start_time", m.start_time},
-              {"world_size", m.world_size},
-              {"config", cfg}};
+  json j{{"invmw_version", m.invmw_version},
+         {"mpi_flavor", m.mpi_flavor},
+         {"mpi_library", m.mpi_library},
+         {"output_dir", m.output_dir},
+         {"command", m.command},
+         {"start_time", m.start_time},
+         {"world_size", m.world_size},
+         {"config", cfg}};
+  if (!m.clock_sync.is_null()) j["clock_sync"] = m.clock_sync;
+  return j;
 }
 
 bool MetaFromJson(const json& j, RunMeta* m, std::string* error) {
@@ -42,6 +44,7 @@ bool MetaFromJson(const json& j, RunMeta* m, std::string* error) {
     if (j.contains("config"))
       for (auto it = j["config"].begin(); it != j["config"].end(); ++it)
         m->config.emplace_back(it.key(), it.value().get<std::string>());
+    m->clock_sync = j.value("clock_sync", json());
   } catch (const std::exception& e) {
     *error = std::string("meta.json: ") + e.what();
     return false;
@@ -300,6 +303,14 @@ std::string RenderText(const json& p) {
   os << " on " << hosts << "\n";
   if (!p["missing_ranks"].empty())
     os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
+  if (m.contains("clock_sync")) {
+    const auto& c = m["clock_sync"];
+    bool finalize = false;
+    for (const auto& r : c["ranks"]) finalize |= r.contains("finalize");
+    os << "  clock sync:  offsets to rank 0 within "
+       << Fmt("%.3f", 1e6 * c.value("max_uncertainty_s", 0.0)) << " us (measured at MPI_Init"
+       << (finalize ? " and MPI_Finalize" : "") << ")\n";
+  }
   const auto& s = p["summary"];
   os << "  wall time:   " << Fmt("%.6f", s["wall_s"]["max"].get<double>())
      << " s (max over ranks)\n";
@@ -480,6 +491,10 @@ static bool WriteAtomically(const std::string& path, const std::string& data, st
     return false;
   }
   return true;
+}
+
+bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error) {
+  return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", error);
 }
 
 bool WriteProfile(const std::string& dir, const json& profile, std::string* error) {

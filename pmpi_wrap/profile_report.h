@@ -32,10 +32,16 @@ struct RunMeta {
   std::string start_time;  // ISO 8601, UTC
   int world_size = 0;
   std::vector<std::pair<std::string, std::string>> config;
+  // Traced runs: clock offsets of every rank to rank 0 at init (and finalize, once reached) with
+  // their uncertainty (pmpi_wrap/trace_runtime.h, TraceClockSync); null otherwise.
+  nlohmann::json clock_sync;
 };
 
 nlohmann::json MetaToJson(const RunMeta& m);
 bool MetaFromJson(const nlohmann::json& j, RunMeta* m, std::string* error);
+// Writes dir/meta.json through a temporary file and rename: rank 0 rewrites it at MPI_Finalize,
+// and a run killed meanwhile must still leave the version written at MPI_Init.
+bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error);
 
 // Parses one dump (header + records). Errors name what is wrong.
 bool ParseDump(const void* data, size_t size, RankData* out, std::string* error);

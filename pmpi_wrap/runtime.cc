@@ -512,7 +512,9 @@ void OnInit(uint64_t enter_ticks) {
     g_meta.start_time = IsoTime(g.init_realtime_ns);
     g_meta.world_size = g.world_size;
     g_meta.config = g.cfg.effective;
-    std::ofstream(g.output_dir + "/meta.json") << profile::MetaToJson(g_meta).dump(2) << "\n";
+    if (g.trace_on) g_meta.clock_sync = TraceClockSync();
+    std::string err;
+    if (!profile::WriteMeta(g.output_dir, g_meta, &err)) Warn(err);
   }
   if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
   StartSampler();
@@ -525,7 +527,15 @@ void OnFinalize() {
   SetRecording(false);
   // Before any collective of ours: the last sample belongs to the application's run.
   sampler::Stop();
-  if (g.trace_on) TraceFinalize();
+  if (g.trace_on) {
+    TraceFinalize();
+    // The finalize offsets complete the run metadata, in meta.json as in the profile below.
+    if (g.rank == 0 && !g.output_dir.empty()) {
+      g_meta.clock_sync = TraceClockSync();
+      std::string err;
+      if (!profile::WriteMeta(g.output_dir, g_meta, &err)) Warn(err);
+    }
+  }
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
     g.finalized = true;
     return;

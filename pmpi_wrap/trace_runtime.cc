@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,10 @@ int g_defs_fd = -1;
 double g_skew_offset_ticks = 0;  // this rank's injected offset, in ticks
 double g_skew_drift = 0;         // this rank's injected drift (ticks per tick)
 MPI_Comm g_sync_comm = MPI_COMM_NULL;
+// Rank 0 only: every rank's measured offset per phase, for the run metadata (TraceClockSync).
+// Rank r's defs file holds the same numbers; keeping them here spares rank 0 reading the other
+// ranks' files, which may not be on its file system.
+nlohmann::json g_clock_points = nlohmann::json::array();
 
 void DefsLine(const nlohmann::json& j) {
   std::string s = j.dump() + "\n";
@@ -43,6 +48,16 @@ std::string RawPath(const char* fmt, int a, int b = 0) {
   char name[96];
   std::snprintf(name, sizeof name, fmt, a, b);
   return g.output_dir + "/raw/" + name;
+}
+
+// point: offset_ticks, uncertainty_ticks, local ticks (as in the defs "clock" line).
+void RememberClockPoint(int rank, const char* phase, const double point[3]) {
+  while (int(g_clock_points.size()) <= rank)
+    g_clock_points.push_back({{"rank", g_clock_points.size()}});
+  const double tps = g.ticks_per_second > 0 ? g.ticks_per_second : 1e9;
+  g_clock_points[rank][phase] = {{"ticks", uint64_t(point[2])},
+                                 {"offset_s", point[0] / tps},
+                                 {"uncertainty_s", point[1] / tps}};
 }
 
 // Offset of every rank's trace clock to rank 0's: rank 0 ping-pongs each rank `rounds` times;
@@ -70,8 +85,10 @@ void MeasureClockOffset(const char* phase) {
       }
       double res[3] = {best_off, best_rtt / 2, best_remote};
       PMPI_Send(res, 3, MPI_DOUBLE, r, 3, g_sync_comm);
+      RememberClockPoint(r, phase, res);
     }
     result[2] = double(TraceTime(clock::Ticks()));
+    RememberClockPoint(0, phase, result);
   } else {
     for (int k = 0; k < rounds; ++k) {
       uint64_t t = 0;
@@ -89,6 +106,20 @@ void MeasureClockOffset(const char* phase) {
 }
 
 }  // namespace
+
+nlohmann::json TraceClockSync() {
+  if (g.rank != 0 || g_clock_points.empty()) return nullptr;
+  double worst = 0;
+  for (const auto& r : g_clock_points)
+    for (const char* phase : {"init", "finalize"})
+      if (r.contains(phase)) worst = std::max(worst, r[phase]["uncertainty_s"].get<double>());
+  return {{"method", "pingpong_min_rtt"},
+          {"reference_rank", 0},
+          {"rounds", std::max<int64_t>(g.cfg.TRACE_CLOCK_SYNC_ROUNDS, 1)},
+          {"ticks_per_second", g.ticks_per_second},
+          {"max_uncertainty_s", worst},
+          {"ranks", g_clock_points}};
+}
 
 uint64_t TraceTicks(uint64_t t) {
   double dt = double(int64_t(t - g.init_ticks));
@@ -144,7 +175,8 @@ void TraceInit() {
   TraceCommDefined(LookupComm(MPI_COMM_SELF));
   PMPI_Comm_dup(MPI_COMM_WORLD, &g_sync_comm);
   MeasureClockOffset("init");
-  StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
+  if (!g.cfg.TRACE_TEST_NO_WRITER)
+    StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
 }
 
 void TraceFinalize() {

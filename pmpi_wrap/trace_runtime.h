@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
 #include "common/event_format.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/thread_state.h"
@@ -19,6 +21,9 @@ namespace invmw::wrap {
 void TraceInit();
 // Before the profile is gathered at MPI_Finalize: finalize clock offsets, last drain, end line.
 void TraceFinalize();
+// Rank 0, after TraceInit (and again after TraceFinalize): the clock offsets measured so far,
+// as the run metadata's "clock_sync" object (README.md, "profile.json keys"); null elsewhere.
+nlohmann::json TraceClockSync();
 // Abnormal end: drain what the rings hold (async-signal-safe).
 void TraceSaveFromSignal();
 // A thread's first recorded call: its event file and ring.

@@ -15,11 +15,20 @@ Checks, per rank (location group):
   - every receive (MpiRecv, MpiIrecv) is matched by a send (MpiSend, MpiIsend) with the same
     communicator, peers and tag, in order, with the same length, and no send is left over;
   - message bytes sent and received per rank equal the profile's point-to-point bytes;
-  - MpiCollectiveBegin/End pair up, one per blocking collective call of the profile.
+  - MpiCollectiveBegin/End pair up, one per blocking collective call of the profile;
+  - the run metadata's clock_sync (profile.json, meta.json) holds every rank's offset to rank 0
+    at init and finalize with its uncertainty, max_uncertainty_s is the largest of these, and
+    each offset and uncertainty is the ClockOffset the trace holds for that rank (otf2-print -C).
+With --expect-flushes (bounded memory, flush mode), also: each rank's trace has invmw:flush
+regions, as many as the runtime counted. With --expect-dropped (stop mode), instead of the exact
+profile match and message pairing: the archive properties say INVMW::PARTIAL=true and
+INVMW::DROPPED_EVENTS=the ranks' dropped records, and per rank recorded calls + dropped records
+= the profile's calls (the program must make only blocking calls: one record per call).
 With --raw-at-least, also: every call record the rank had flushed to raw/ is in the archive
 (used after a kill, where the profile is incomplete and the trace was recovered).
 
 usage: check_trace.py RUN_DIR [--profile profile.json] [--raw-at-least] [--no-profile-match]
+                      [--expect-flushes | --expect-dropped] [--skew OFFSET_S,DRIFT]
 """
 import argparse
 import collections
@@ -61,6 +70,7 @@ def rank_of_location(loc):
 def read_trace(path):
     counts = collections.defaultdict(collections.Counter)  # rank -> event type -> n
     enters = collections.defaultdict(collections.Counter)  # rank -> region -> n
+    visits = collections.defaultdict(collections.Counter)  # rank -> region -> Enter events
     sends, recvs = [], []
     bytes_sent = collections.Counter()
     bytes_recv = collections.Counter()
@@ -88,6 +98,7 @@ def read_trace(path):
                     if attr.name == 'invmw:coalesced_calls':
                         calls = int(value)
                 enters[rank][ev.region.name] += calls
+                visits[rank][ev.region.name] += 1
                 if calls > 1:
                     coalesced[rank] += calls
             elif name in ('MpiSend', 'MpiIsend', 'MpiRecv', 'MpiIrecv'):
@@ -109,7 +120,7 @@ def read_trace(path):
                 coll_begin[rank] += 1
             elif name == 'MpiCollectiveEnd':
                 coll_end[rank] += 1
-    return dict(counts=counts, enters=enters, sends=sends, recvs=recvs, bytes_sent=bytes_sent,
+    return dict(counts=counts, enters=enters, visits=visits, sends=sends, recvs=recvs, bytes_sent=bytes_sent,
                 bytes_recv=bytes_recv, coll_begin=coll_begin, coll_end=coll_end, errors=errors,
                 total=total, coalesced=coalesced)
 
@@ -197,6 +208,158 @@ def check_skew(run_dir, off_s, drift):
     return errors
 
 
+def otf2_print_clock_offsets(path):
+    """{location id: [(time, offset, stddev), ...]} from `otf2-print -C` (the local ClockOffset
+    definitions; the Python bindings do not read local definitions)."""
+    res = subprocess.run(['otf2-print', '-C', path], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        return None, f'otf2-print -C failed ({res.returncode}): {res.stderr[-500:]}'
+    offsets = collections.defaultdict(list)
+    for line in res.stdout.splitlines():
+        m = re.match(r'CLOCK_OFFSET\s+(\d+)\s+Time: (\d+), Offset: ([+-]?\d+), StdDev: (\S+)',
+                     line)
+        if m:
+            offsets[int(m.group(1))].append((int(m.group(2)), int(m.group(3)),
+                                             float(m.group(4))))
+    return offsets, None
+
+
+def check_clock_metadata(run_dir, profile, trace_path):
+    """The run metadata's clock_sync (profile.json and meta.json) reports every rank's offsets at
+    init and finalize with their uncertainty, its max_uncertainty_s is the largest of those, and
+    each offset is the one the trace's ClockOffset definitions carry for that rank."""
+    errors = []
+    cs = profile.get('metadata', {}).get('clock_sync')
+    if not isinstance(cs, dict):
+        return ['profile.json: metadata.clock_sync missing']
+    meta = json.load(open(os.path.join(run_dir, 'meta.json')))
+    if meta.get('clock_sync') != cs:
+        errors.append('meta.json clock_sync differs from profile.json metadata.clock_sync')
+    if cs.get('method') != 'pingpong_min_rtt' or cs.get('reference_rank') != 0:
+        errors.append(f'clock_sync: method {cs.get("method")}, reference {cs.get("reference_rank")}')
+    tps = cs.get('ticks_per_second', 0)
+    nranks = profile['metadata']['ranks']
+    ranks = cs.get('ranks', [])
+    if [r.get('rank') for r in ranks] != list(range(nranks)):
+        return errors + [f'clock_sync.ranks: ranks {[r.get("rank") for r in ranks]}, expected '
+                         f'0..{nranks - 1}']
+    offsets, err = otf2_print_clock_offsets(trace_path)
+    if err:
+        return errors + [err]
+    worst = 0.0
+    for r in ranks:
+        rank = r['rank']
+        # The main thread's location id is the rank (converter.h, LocationId).
+        in_trace = {t: (off, sd) for t, off, sd in offsets.get(rank, [])}
+        for phase in ('init', 'finalize'):
+            p = r.get(phase)
+            if not p:
+                errors.append(f'clock_sync rank {rank}: no {phase} measurement')
+                continue
+            u = p['uncertainty_s']
+            worst = max(worst, u)
+            if rank == 0 and (p['offset_s'] != 0 or u != 0):
+                errors.append(f'clock_sync rank 0 {phase}: the reference has offset '
+                              f'{p["offset_s"]} s, uncertainty {u} s')
+            if rank != 0 and not u > 0:
+                errors.append(f'clock_sync rank {rank} {phase}: uncertainty {u} s is not positive')
+            if p['ticks'] not in in_trace:
+                errors.append(f'rank {rank} {phase}: no ClockOffset at tick {p["ticks"]} in the '
+                              f'trace (it has {sorted(in_trace)})')
+                continue
+            off, sd = in_trace[p['ticks']]
+            # The trace stores -offset and the uncertainty in ticks, rounded to integers.
+            if abs(off + p['offset_s'] * tps) > 1 or abs(sd - u * tps) > 1:
+                errors.append(f'rank {rank} {phase}: metadata offset {p["offset_s"]} s +- {u} s '
+                              f'is {-p["offset_s"] * tps:.1f} +- {u * tps:.1f} ticks, the trace '
+                              f'has {off} +- {sd}')
+            print(f'clock_sync rank {rank} {phase}: {p["offset_s"] * 1e6:.3f} us +- '
+                  f'{u * 1e6:.3f} us, trace {off} +- {sd} ticks')
+    if abs(cs.get('max_uncertainty_s', -1) - worst) > 1e-15:
+        errors.append(f'clock_sync.max_uncertainty_s {cs.get("max_uncertainty_s")}, largest '
+                      f'uncertainty of the ranks {worst}')
+    return errors
+
+
+def otf2_print_properties(path):
+    """Archive properties from the anchor file (`otf2-print -I`)."""
+    res = subprocess.run(['otf2-print', '-I', path], capture_output=True, text=True, timeout=60)
+    props, name = {}, None
+    for line in res.stdout.splitlines():
+        if line.startswith('Property name'):
+            name = line.split(None, 2)[2].strip()
+        elif line.startswith('Property value') and name:
+            parts = line.split(None, 2)
+            props[name] = parts[2].strip() if len(parts) > 2 else ''
+            name = None
+    return props
+
+
+def end_lines(run_dir):
+    """rank -> the "end" line of raw/defs-R.jsonl (dropped_events, flushes)."""
+    ends = {}
+    for path in glob.glob(os.path.join(run_dir, 'raw', 'defs-*.jsonl')):
+        lines = [json.loads(l) for l in open(path)]
+        rank = next(l['rank'] for l in lines if l['type'] == 'rank')
+        end = [l for l in lines if l['type'] == 'end']
+        if end:
+            ends[rank] = end[-1]
+    return ends
+
+
+def check_flushes(run_dir, t):
+    """Full rings were flushed inside calls (INVMW_TRACE_ON_FULL=flush): every rank's trace holds
+    invmw:flush visits, exactly as many as the runtime counted (defs "end" line)."""
+    errors = []
+    ends = end_lines(run_dir)
+    for rank in sorted(t['visits']):
+        got = t['visits'][rank].get('invmw:flush', 0)
+        want = ends.get(rank, {}).get('flushes')
+        print(f'rank {rank}: {got} invmw:flush regions, the runtime counted {want} flushes')
+        if not got:
+            errors.append(f'rank {rank}: no invmw:flush region in the trace (did the ring fill?)')
+        if got != want:
+            errors.append(f'rank {rank}: {got} invmw:flush regions, the runtime counted {want}')
+        if ends.get(rank, {}).get('dropped_events'):
+            errors.append(f'rank {rank}: dropped {ends[rank]["dropped_events"]} events in flush '
+                          f'mode')
+    return errors
+
+
+def check_dropped(run_dir, path, t, profile):
+    """Full rings dropped events (INVMW_TRACE_ON_FULL=stop): the archive is marked partial and
+    carries the number dropped, and per rank the recorded calls plus the dropped records are the
+    profile's calls (for programs whose every call is one record: blocking calls only)."""
+    errors = []
+    props = otf2_print_properties(path)
+    ends = end_lines(run_dir)
+    dropped = {r: e.get('dropped_events', 0) for r, e in ends.items()}
+    print(f'properties {props}; dropped per rank {dropped}')
+    if props.get('INVMW::PARTIAL') != 'true':
+        errors.append(f'INVMW::PARTIAL is {props.get("INVMW::PARTIAL")!r}, expected true')
+    if props.get('INVMW::DROPPED_EVENTS') != str(sum(dropped.values())):
+        errors.append(f'INVMW::DROPPED_EVENTS is {props.get("INVMW::DROPPED_EVENTS")!r}, the '
+                      f'ranks dropped {sum(dropped.values())}')
+    for r in profile['ranks']:
+        rank = r['rank']
+        calls = sum(f['calls'] for f in r['functions'].values())
+        recorded = sum(n for name, n in t['visits'][rank].items() if name.startswith('MPI_'))
+        print(f'rank {rank}: {recorded} calls recorded + {dropped.get(rank)} dropped, '
+              f'{calls} calls in the profile')
+        if not dropped.get(rank):
+            errors.append(f'rank {rank}: nothing dropped (did the ring fill?)')
+        elif recorded + dropped[rank] != calls:
+            errors.append(f'rank {rank}: {recorded} recorded + {dropped[rank]} dropped != '
+                          f'{calls} calls')
+        for name, n in t['visits'][rank].items():
+            if name.startswith('MPI_') and n > r['functions'].get(name, {}).get('calls', 0):
+                errors.append(f'rank {rank} {name}: {n} visits in the trace, more than the '
+                              f'profile\'s calls')
+        if t['visits'][rank].get('invmw:flush'):
+            errors.append(f'rank {rank}: invmw:flush regions in stop mode')
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('run_dir')
@@ -206,6 +369,14 @@ def main():
     ap.add_argument('--skew', metavar='OFFSET_S,DRIFT',
                     help='INVMW_TRACE_TEST_SKEW of the run: the measured clock offsets must match '
                          'the injected ones within their reported uncertainty')
+    ap.add_argument('--expect-flushes', action='store_true',
+                    help='INVMW_TRACE_ON_FULL=flush with a ring that filled: invmw:flush regions '
+                         'as many as the runtime counted, and (with --profile) every call still '
+                         'recorded')
+    ap.add_argument('--expect-dropped', action='store_true',
+                    help='INVMW_TRACE_ON_FULL=stop with a ring that filled (needs --profile): the '
+                         'archive is partial with its dropped count, and recorded + dropped = '
+                         'calls per rank')
     ap.add_argument('--min-enters', action='append', default=[], metavar='RANK=N',
                     help='the trace must hold at least N Enter events of RANK')
     a = ap.parse_args()
@@ -225,9 +396,16 @@ def main():
                 errors.append(f'otf2-print shows {printed.get(pname, 0)} {pname}, the Python '
                               f'reader {n}')
 
-    errors += match_messages(t['sends'], t['recvs'])
+    if a.expect_dropped:
+        # Dropped sends and receives leave messages unpaired and bytes short by design; what
+        # must hold instead is that recorded + dropped accounts for every call.
+        errors += check_dropped(a.run_dir, path, t, json.load(open(a.profile)))
+    else:
+        errors += match_messages(t['sends'], t['recvs'])
+    if a.expect_flushes:
+        errors += check_flushes(a.run_dir, t)
 
-    if a.profile and not a.no_profile_match:
+    if a.profile and not a.no_profile_match and not a.expect_dropped:
         profile = json.load(open(a.profile))
         for r in profile['ranks']:
             rank = r['rank']
@@ -253,6 +431,9 @@ def main():
             if t['coll_begin'][rank] != t['coll_end'][rank]:
                 errors.append(f'rank {rank}: {t["coll_begin"][rank]} MpiCollectiveBegin, '
                               f'{t["coll_end"][rank]} MpiCollectiveEnd')
+
+    if a.profile:
+        errors += check_clock_metadata(a.run_dir, json.load(open(a.profile)), path)
 
     if a.raw_at_least:
         for rank in sorted(t['enters']):

@@ -16,7 +16,9 @@ Modes (--end):
             launcher exit status, no profile.json before merging, and a merged profile marked
             incomplete whose counts are exact.
 Other checks: --compare-plain runs the program a second time without the preload and compares
-stdout and exit status; --mismatch expects the program to run normally with an
+stdout and exit status (for sigterm and sigkill the plain run is ended the same way);
+--via-run starts the job under `invmw run` rather than with a plain preload, so after an abnormal
+end invmw run itself must have merged the profile and, traced, rebuilt traces.otf2; --mismatch expects the program to run normally with an
 "invmw: warning:" and no profile (library built for the other MPI); --helgrind runs the ranks
 under valgrind's helgrind and fails on any report in invmw's own code (for a data race: both
 accesses in invmw).
@@ -62,6 +64,54 @@ def launcher_cmd(a, env_for_ranks, prog):
     return cmd + prog
 
 
+def invmw_run_cmd(a, env_for_ranks, prog):
+    """`invmw run [--trace] --lib PRELOAD --out DIR --env ... -- LAUNCHER ... PROG`: invmw run
+    passes the preload and its own variables to the ranks; the test's bookkeeping variable, which
+    invmw run does not know, goes through the launcher."""
+    cmd = [a.invmw, 'run', '--lib', a.preload, '--out', env_for_ranks['INVMW_OUTPUT_DIR']]
+    rest = {}
+    for k, v in env_for_ranks.items():
+        if k in ('LD_PRELOAD', 'INVMW_OUTPUT_DIR'):
+            continue
+        if k == 'INVMW_TRACE_ENABLE':
+            cmd.append('--trace')
+        elif k.startswith('INVMW_TEST_'):
+            rest[k] = v
+        else:
+            cmd += ['--env', f'{k}={v}']
+    return cmd + ['--'] + launcher_cmd(a, rest, prog)
+
+
+def session_members(sid):
+    pids = []
+    for d in glob.glob('/proc/[0-9]*/stat'):
+        try:
+            with open(d) as f:
+                s = f.read()
+            if int(s[s.rindex(')') + 2:].split()[3]) == sid:
+                pids.append(int(d.split('/')[2]))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def rank_pid(sid, rank, exe):
+    """pid of the process of the job (session sid) running exe as MPI rank `rank`, from the rank
+    variable its launcher put into its environment (for runs without the preload, whose defs
+    files would say it). Open MPI gives each rank a process group of its own, hence the session."""
+    for pid in session_members(sid):
+        try:
+            if os.path.realpath(f'/proc/{pid}/exe') != os.path.realpath(exe):
+                continue
+            env = open(f'/proc/{pid}/environ', 'rb').read().split(b'\0')
+        except OSError:
+            continue
+        for var in (b'OMPI_COMM_WORLD_RANK=', b'PMI_RANK='):
+            if var + str(rank).encode() in env:
+                return pid
+    return None
+
+
 def group_members(pgid):
     pids = []
     for d in glob.glob('/proc/[0-9]*/stat'):
@@ -83,11 +133,12 @@ def kill_group(pgid):
         pass
 
 
-def run(a, env_for_ranks, prog, label, sigterm_when=None, on_ready=None):
-    """Runs the launcher; returns (rc, stdout, stderr). sigterm_when: callable polled while
-    the job runs; when it returns True the launcher gets SIGTERM, or, when on_ready is given,
-    on_ready() is called instead (e.g. to SIGKILL one rank)."""
-    cmd = launcher_cmd(a, env_for_ranks, prog)
+def run(a, env_for_ranks, prog, label, sigterm_when=None, on_ready=None, via_run=False):
+    """Runs the launcher (via_run: under `invmw run`); returns (rc, stdout, stderr).
+    sigterm_when: callable polled while the job runs; when it returns True the launcher gets
+    SIGTERM, or, when on_ready is given, on_ready(pgid) is called instead (e.g. to SIGKILL one
+    rank)."""
+    cmd = (invmw_run_cmd if via_run else launcher_cmd)(a, env_for_ranks, prog)
     env = dict(os.environ)
     env.update({'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
                 'OMPI_MCA_rmaps_base_oversubscribe': '1'})
@@ -110,7 +161,7 @@ def run(a, env_for_ranks, prog, label, sigterm_when=None, on_ready=None):
                     raise CheckFailed(f'{label}: no end within {a.timeout} s; killed the job')
                 if sigterm_when and not sent_term and sigterm_when():
                     if on_ready:
-                        on_ready()
+                        on_ready(pgid)
                     else:
                         log(f'{label}: all ranks reached the known state; SIGTERM to the '
                             f'launcher (pid {p.pid})')
@@ -307,9 +358,10 @@ def helgrind_reports(workdir):
 
 # ---- traces -------------------------------------------------------------------------------
 
-def check_trace(a, out_dir, expect_dir):
+def check_trace(a, out_dir, expect_dir, run_stderr):
     """Checks traces.otf2 with check_trace.py (Debian's python3, which has the otf2 module).
-    After an abnormal end the trace is first rebuilt from raw/ with `invmw trace recover`."""
+    After an abnormal end the trace is first rebuilt from raw/ with `invmw trace recover`, except
+    under `invmw run` (--via-run), which must have rebuilt it by itself."""
     errors = []
     checker = [TRACE_PYTHON, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           'check_trace.py'), out_dir]
@@ -317,14 +369,25 @@ def check_trace(a, out_dir, expect_dir):
                  if kv.startswith('INVMW_TRACE_TEST_SKEW=')), None)
     if skew:
         checker += ['--skew', skew]
+    if a.trace_full:
+        checker += ['--expect-flushes' if a.trace_full == 'flush' else '--expect-dropped']
     if a.end == 'finalize':
         checker += ['--profile', os.path.join(out_dir, 'profile.json')]
     else:
-        r = subprocess.run([a.invmw, 'trace', 'recover', out_dir], capture_output=True,
-                           text=True, timeout=120)
-        log(f'trace recover: exit {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}'[:400])
-        if not os.path.exists(os.path.join(out_dir, 'traces.otf2')):
-            return [f'invmw trace recover {out_dir} built no archive: {r.stderr}']
+        if a.via_run:
+            if not os.path.exists(os.path.join(out_dir, 'traces.otf2')):
+                return [f'invmw run left no {out_dir}/traces.otf2 after the failed job\n'
+                        f'--- its stderr ---\n{run_stderr[-3000:]}']
+            said = [l for l in run_stderr.splitlines() if 'recovered the trace' in l]
+            if not said:
+                errors.append('invmw run did not say that it recovered the trace')
+            log('invmw run rebuilt the trace by itself: ' + (said[0] if said else ''))
+        else:
+            r = subprocess.run([a.invmw, 'trace', 'recover', out_dir], capture_output=True,
+                               text=True, timeout=120)
+            log(f'trace recover: exit {r.returncode}: {r.stdout.strip()} {r.stderr.strip()}'[:400])
+            if not os.path.exists(os.path.join(out_dir, 'traces.otf2')):
+                return [f'invmw trace recover {out_dir} built no archive: {r.stderr}']
         checker += ['--raw-at-least']
         # Every call a surviving rank made before the end is in its (complete) profile; the
         # killed rank's calls were flushed before the kill: at least the program's own count.
@@ -360,6 +423,13 @@ def main():
                          'the known state and the trace writer had time to drain')
     ap.add_argument('--trace', action='store_true',
                     help='trace the run and check traces.otf2 (ctest/e2e/check_trace.py)')
+    ap.add_argument('--via-run', action='store_true',
+                    help='start the job under `invmw run` instead of preloading directly; after '
+                         'an abnormal end invmw run must have merged the profile and (with '
+                         '--trace) rebuilt traces.otf2 by itself')
+    ap.add_argument('--trace-full', choices=('flush', 'stop'),
+                    help='with --trace: the rings fill (tiny INVMW_TRACE_BUFFER); the trace must '
+                         'show the flushes (every call still recorded) or the dropped events')
     ap.add_argument('--expect-end', action='append', default=[],
                     help='RANK:END[:SIGNAL] (RANK may be *): required end of a rank')
     ap.add_argument('--env', action='append', default=[], help='K=V passed to the ranks')
@@ -405,7 +475,7 @@ def main():
         return all(os.path.exists(os.path.join(expect_dir, f'expected-rank{r}.json'))
                    for r in range(a.np))
 
-    def kill_rank():
+    def kill_rank(pgid):
         # Two drain intervals of the trace writer, so the calls made so far are on disk.
         time.sleep(0.3)
         defs = os.path.join(out_dir, 'raw', f'defs-{a.kill_rank:06d}.jsonl')
@@ -415,10 +485,23 @@ def main():
             f'(pid {pid})')
         os.kill(pid, signal.SIGKILL)
 
+    def plain_all_written():
+        return all(os.path.exists(os.path.join(plain_expect, f'expected-rank{r}.json'))
+                   for r in range(a.np))
+
+    def kill_plain_rank(pgid):
+        pid = rank_pid(pgid, a.kill_rank, prog[0])
+        if pid is None:
+            raise CheckFailed(f'plain: no process of rank {a.kill_rank} found to kill')
+        log(f'plain: all ranks reached the known state; SIGKILL to rank {a.kill_rank} '
+            f'(pid {pid})')
+        os.kill(pid, signal.SIGKILL)
+
     errors = []
     rc, stdout, stderr = run(a, rank_env, prog, 'preload',
                              sigterm_when=all_written if a.end in ('sigterm', 'sigkill') else None,
-                             on_ready=kill_rank if a.end == 'sigkill' else None)
+                             on_ready=kill_rank if a.end == 'sigkill' else None,
+                             via_run=a.via_run)
     profile_json = os.path.join(out_dir, 'profile.json')
 
     if a.mismatch:
@@ -448,23 +531,31 @@ def main():
         log(f'{a.end}: launcher exit status {rc}')
         if rc == 0:
             errors.append(f'{a.end}: launcher exit status 0, expected non-zero')
-        if os.path.exists(profile_json):
-            errors.append(f'{a.end}: profile.json exists before merging (was MPI_Finalize '
-                          f'reached?)')
         dumps = sorted(glob.glob(os.path.join(out_dir, 'raw', 'rank-*.bin')))
         log(f'{a.end}: raw dumps: {[os.path.basename(d) for d in dumps]}')
-        m = subprocess.run([a.invmw, 'profile', '--json', out_dir], capture_output=True,
-                           text=True, timeout=60)
-        if m.returncode != 0:
-            raise CheckFailed(f'invmw profile --json {out_dir} failed ({m.returncode}): '
-                              f'{m.stderr}')
-        profile = json.loads(m.stdout)
+        if a.via_run:
+            # invmw run merges the saved ranks itself once the job has ended.
+            if not os.path.exists(profile_json):
+                raise CheckFailed(f'{a.end}: invmw run left no merged {profile_json}\n'
+                                  f'--- stderr ---\n{stderr[-3000:]}')
+            with open(profile_json) as f:
+                profile = json.load(f)
+        else:
+            if os.path.exists(profile_json):
+                errors.append(f'{a.end}: profile.json exists before merging (was MPI_Finalize '
+                              f'reached?)')
+            m = subprocess.run([a.invmw, 'profile', '--json', out_dir], capture_output=True,
+                               text=True, timeout=60)
+            if m.returncode != 0:
+                raise CheckFailed(f'invmw profile --json {out_dir} failed ({m.returncode}): '
+                                  f'{m.stderr}')
+            profile = json.loads(m.stdout)
         expected = load_expected(expect_dir, a.np)
         errors += check_ends(profile, a, incomplete=True)
         errors += compare(profile, expected, a)
 
     if a.trace and not a.mismatch:
-        errors += check_trace(a, out_dir, expect_dir)
+        errors += check_trace(a, out_dir, expect_dir, stderr)
 
     if a.helgrind:
         total, ours = helgrind_reports(a.workdir)
@@ -474,7 +565,11 @@ def main():
 
     if a.compare_plain or a.mismatch:
         plain_env = {'INVMW_TEST_EXPECT_DIR': plain_expect}
-        prc, pout, perr = run(a, plain_env, prog, 'plain')
+        # An abnormal end is reproduced without invmw: same signal, same rank, same moment.
+        prc, pout, perr = run(
+            a, plain_env, prog, 'plain',
+            sigterm_when=plain_all_written if a.end in ('sigterm', 'sigkill') else None,
+            on_ready=kill_plain_rank if a.end == 'sigkill' else None)
         if prc != rc:
             errors.append(f'exit status with preload {rc}, without {prc}')
         if pout != stdout:
