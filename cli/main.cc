@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cli/verb.h"
 #include "invmw_version.h"
@@ -78,6 +79,21 @@ int main(int argc, char** argv) {
     }
   }
   if (!best) {
+    // A group's first word alone ("invmw plot"): say which verbs it has.
+    const std::string prefix = first + " ";
+    std::vector<const Verb*> members;
+    for (const auto& v : Verbs())
+      if (std::string(v.name).compare(0, prefix.size(), prefix) == 0) members.push_back(&v);
+    if (!members.empty()) {
+      bool help = argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
+      FILE* out = help ? stdout : stderr;
+      if (!help)
+        std::fprintf(stderr, "invmw: error: '%s%s%s' is not a verb; '%s' is followed by one of:\n",
+                     first.c_str(), argc > 2 ? " " : "", argc > 2 ? argv[2] : "", first.c_str());
+      for (const Verb* v : members) std::fprintf(out, "  %-26s %s\n", v->name, v->summary);
+      std::fprintf(out, "(invmw %s <verb> --help explains each)\n", first.c_str());
+      return help ? 0 : 2;
+    }
     std::fprintf(stderr, "invmw: error: unknown verb '%s'\n\n", argv[1]);
     Usage(stderr);
     return 2;
