@@ -82,17 +82,24 @@ def invmw_run_cmd(a, env_for_ranks, prog):
     return cmd + ['--'] + launcher_cmd(a, rest, prog)
 
 
-def session_members(sid):
+def proc_members(field, value, live_only=False):
+    """pids whose /proc/PID/stat field (after the command: 0 state, 2 pgrp, 3 session) equals
+    value; live_only leaves zombies out."""
     pids = []
     for d in glob.glob('/proc/[0-9]*/stat'):
         try:
             with open(d) as f:
                 s = f.read()
-            if int(s[s.rindex(')') + 2:].split()[3]) == sid:
+            fields = s[s.rindex(')') + 2:].split()
+            if int(fields[field]) == value and not (live_only and fields[0] == 'Z'):
                 pids.append(int(d.split('/')[2]))
         except (OSError, ValueError):
             pass
     return pids
+
+
+def session_members(sid):
+    return proc_members(3, sid)
 
 
 def rank_pid(sid, rank, exe):
@@ -113,17 +120,7 @@ def rank_pid(sid, rank, exe):
 
 
 def group_members(pgid):
-    pids = []
-    for d in glob.glob('/proc/[0-9]*/stat'):
-        try:
-            with open(d) as f:
-                s = f.read()
-            fields = s[s.rindex(')') + 2:].split()
-            if int(fields[2]) == pgid and fields[0] != 'Z':
-                pids.append(int(d.split('/')[2]))
-        except (OSError, ValueError):
-            pass
-    return pids
+    return proc_members(2, pgid, live_only=True)
 
 
 def kill_group(pgid):

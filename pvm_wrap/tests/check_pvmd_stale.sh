@@ -23,13 +23,9 @@ fail() {
   sh "$PVMD" stop >/dev/null 2>&1
   exit 1
 }
-# The same test as pvmd.sh's: a pvmd whose environment names our PVM_TMP.
+# The fixture's own answer: a pvmd whose environment names our PVM_TMP.
 daemon_pid() {
-  for p in $(pgrep -x pvmd 2>/dev/null); do
-    if (tr '\0' '\n' < /proc/$p/environ) 2>/dev/null | grep -qx "PVM_TMP=$PVM_TMP"; then
-      echo "$p"
-    fi
-  done
+  sh "$PVMD" pid
 }
 # Alive: running, not a zombie waiting for its parent to collect it.
 alive() {

@@ -54,8 +54,12 @@ case "${1:-}" in
     if [ -n "$(daemon_pid)" ]; then echo "pvmd still running" >&2; exit 1; fi
     echo "no pvmd left"
     ;;
+  pid)
+    # The daemon of this PVM_TMP, if any (for tests of this script).
+    daemon_pid
+    ;;
   *)
-    echo "usage: pvmd.sh start|stop" >&2
+    echo "usage: pvmd.sh start|stop|pid" >&2
     exit 2
     ;;
 esac
