@@ -20,7 +20,7 @@ TEST(Config, DefaultsApplyWhenUnset) {
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_FALSE(c.TRACE_ENABLE);
   EXPECT_DOUBLE_EQ(c.TRACE_DRAIN_INTERVAL, 0.020);
-  EXPECT_EQ(c.TRACE_BUFFER, 16ull << 20);
+  EXPECT_EQ(c.TRACE_BUFFER, 4ull << 20);
   EXPECT_EQ(c.effective.size(), Variables().size());
 }
 

@@ -12,6 +12,7 @@ usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overh
 import argparse
 import glob
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,10 +26,9 @@ def run(args, env_extra, preload):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
     env.update(env_extra)
     cmd = [args.launcher, '-np', '2', '--bind-to', 'core']
+    out = None
     if preload:
         out = tempfile.mkdtemp(prefix='invmw-bench-')
-        if env_extra.get('INVMW_TRACE_ENABLE') == '1':
-            last_trace_dir[0] = out
         cmd += ['-x', f'LD_PRELOAD={args.lib}', '-x', f'INVMW_OUTPUT_DIR={out}',
                 '-x', 'INVMW_RUNTIME_QUIET=1']
         for k in env_extra:
@@ -37,6 +37,15 @@ def run(args, env_extra, preload):
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         sys.exit(f'benchmark failed: {" ".join(cmd)}\n{res.stderr}')
+    # Output directories are removed as soon as they are done with (the last trace is kept for
+    # its sizes): a few GB of traces left in the page cache slow every later round through
+    # writeback, which would bias the configurations measured last.
+    if out and env_extra.get('INVMW_TRACE_ENABLE') == '1':
+        if last_trace_dir[0]:
+            shutil.rmtree(last_trace_dir[0], ignore_errors=True)
+        last_trace_dir[0] = out
+    elif out:
+        shutil.rmtree(out, ignore_errors=True)
     values = {}
     for line in res.stdout.splitlines():
         name, ns = line.split()
@@ -93,6 +102,8 @@ def main():
         if events:
             print(f'bytes per event: {raw / events:.1f} in the raw buffer files, '
                   f'{otf / events:.1f} in the OTF2 archive ({events} calls recorded)')
+    if last_trace_dir[0]:
+        shutil.rmtree(last_trace_dir[0], ignore_errors=True)
 
 
 if __name__ == '__main__':
