@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iterator>
 
 #include "sampler/sources_builtin.h"
 
@@ -94,6 +95,13 @@ class CountersSource : public Source {
       const bool ok = PAPI_read(set.es, vals) == PAPI_OK;
       for (size_t i = 0; i < set.n; ++i, ++k)
         if (ok) v[k] = double(vals[i]);
+    }
+    if (perf_group_ && !perf_fds_.empty()) {
+      uint64_t x[1 + std::size(kSoftEvents)];  // nr, then the values in opening order
+      const ssize_t want = ssize_t(sizeof(uint64_t) * (1 + perf_fds_.size()));
+      if (read(perf_fds_[0], x, sizeof x) == want)
+        for (size_t i = 0; i < perf_fds_.size(); ++i) v[k + i] = double(x[1 + i]);
+      return;
     }
     for (int fd : perf_fds_) {
       uint64_t x;
@@ -187,28 +195,45 @@ class CountersSource : public Source {
     return true;
   }
 
+  // As one group when the kernel allows it (one read per sample instead of one per event:
+  // system calls cost over 1 us each on these VMs); kernels that refuse inherited group
+  // reads get separate events, each kept if it opens.
   bool OpenPerfSoftware(std::vector<MetricDef>* m) {
-    for (const SoftEvent& e : kSoftEvents) {
-      perf_event_attr attr;
-      std::memset(&attr, 0, sizeof attr);
-      attr.size = sizeof attr;
-      attr.type = PERF_TYPE_SOFTWARE;
-      attr.config = e.perf_config;
-      attr.inherit = 1;  // threads the main thread creates from now on are counted too
-      const int fd = int(syscall(SYS_perf_event_open, &attr, tid_, -1, -1, PERF_FLAG_FD_CLOEXEC));
-      if (fd < 0) {
-        perf_errno_ = errno;
-        continue;
+    std::vector<const SoftEvent*> opened;
+    for (bool group : {true, false}) {
+      perf_group_ = group;
+      for (const SoftEvent& e : kSoftEvents) {
+        perf_event_attr attr;
+        std::memset(&attr, 0, sizeof attr);
+        attr.size = sizeof attr;
+        attr.type = PERF_TYPE_SOFTWARE;
+        attr.config = e.perf_config;
+        attr.inherit = 1;  // threads the main thread creates from now on are counted too
+        if (group) attr.read_format = PERF_FORMAT_GROUP;
+        const int leader = group && !perf_fds_.empty() ? perf_fds_[0] : -1;
+        const int fd =
+            int(syscall(SYS_perf_event_open, &attr, tid_, -1, leader, PERF_FLAG_FD_CLOEXEC));
+        if (fd < 0) {
+          perf_errno_ = errno;
+          if (group) break;
+          continue;
+        }
+        perf_fds_.push_back(fd);
+        opened.push_back(&e);
       }
-      perf_fds_.push_back(fd);
-      m->push_back({e.metric, e.unit, true, e.description});
+      if (!group || perf_fds_.size() == std::size(kSoftEvents)) break;
+      for (int fd : perf_fds_) close(fd);
+      perf_fds_.clear();
+      opened.clear();
     }
+    for (const SoftEvent* e : opened) m->push_back({e->metric, e->unit, true, e->description});
     return !perf_fds_.empty();
   }
 
   pid_t tid_ = 0;
   std::vector<Set> sets_;
   std::vector<int> perf_fds_;
+  bool perf_group_ = false;  // perf_fds_[0] leads a group read with PERF_FORMAT_GROUP
   int perf_errno_ = 0;
 };
 

