@@ -37,7 +37,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", required=True)
     p.add_argument("--app", required=True)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=9)
     a = p.parse_args()
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -54,9 +54,13 @@ def main():
                 times[c].append(run_once(a, args, env, os.path.join(work, "run")))
         base = statistics.median(times["none"])
         print("%s: %d rounds, median elapsed without invmw %.4f s" % (name, a.rounds, base))
+        print("  %-22s %9s %9s %9s  %s" % ("configuration", "median s", "ratio", "paired",
+                                           "(paired: median over rounds of t / t_none)"))
         for c in CONFIGS:
             m = statistics.median(times[c])
-            print("  %-22s %.4f s  x%.4f  (%+.2f%%)" % (c, m, m / base, 100 * (m / base - 1)))
+            paired = statistics.median(t / n for t, n in zip(times[c], times["none"]))
+            print("  %-22s %9.4f %+8.2f%% %+8.2f%%" % (c, m, 100 * (m / base - 1),
+                                                       100 * (paired - 1)))
     shutil.rmtree(work, ignore_errors=True)
 
 
