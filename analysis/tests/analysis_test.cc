@@ -322,6 +322,35 @@ TEST(Opal, ResponsesFromRoundsAndSteps) {
   EXPECT_EQ(OpalResponses(a).size(), 6u);
 }
 
+// opal-mini's framing with one server: an opening barrier the server reaches late (its
+// set-up), the request, the server's computation while the client waits in the closing
+// barrier, the reply. The late arrival is synchronization, the wait for the computation is
+// not: both are sync_wait on the client, told apart by t_par_comp.
+TEST(Opal, BarrierWaitBeyondComputationIsSync) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.Init(r, 0);
+  const double late = 0.004, comp = 0.020, msg = 0.0001, bar = 0.00005, kBookkeeping = 2e-6;
+  double t = 0.001;
+  b.Barrier(0, t, t + late + bar).Barrier(1, t + late, t + late + bar);
+  t += late + bar + kBookkeeping;  // the client reads its clock between barrier and request
+  b.Send(0, 1, t, t + msg, 24000).Recv(1, 0, t, t + msg, 24000);
+  t += msg;
+  // The client enters the closing barrier at once; the server after computing.
+  b.Barrier(0, t, t + comp + bar).Barrier(1, t + comp, t + comp + bar);
+  t += comp + bar;
+  b.Send(1, 0, t, t + msg, 24000).Recv(0, 1, t, t + msg, 24000);
+  t += msg;
+  for (int r = 0; r < 2; ++r) b.Finalize(r, t + 0.001);
+  const OpalBreakdown o = AnalyzeOpal(Analyze(b.Build()));
+  EXPECT_NEAR(o.responses.at("t_par_comp"), comp, 1e-6);
+  EXPECT_NEAR(o.responses.at("t_sync"), late + 2 * bar, 1e-6);
+  EXPECT_NEAR(o.responses.at("t_idle"), 0.0, 1e-6);
+  // The window runs on over the client's last sequential work, up to MPI_Finalize.
+  EXPECT_NEAR(o.responses.at("t_seq_comp"), 0.001 + kBookkeeping, 1e-9);
+  EXPECT_NEAR(o.responses.at("t_wall"), late + bar + kBookkeeping + msg + comp + bar + msg + 0.001,
+              1e-9);
+}
+
 TEST(Opal, ThrowsWithoutClientServerRounds) {
   TraceBuilder b(2);
   b.Init(0, 0).Init(1, 0).Finalize(0, 1).Finalize(1, 1);
