@@ -4,7 +4,8 @@
 - On emu-4x50-100mbit (TCP through a 100 Mbit/s token bucket) the probed a1 is within 20% of the
   configured rate, 12.5 MB/s (MB = 10^6 bytes).
 - On emu-8x25-shm (25% of a core per virtual node) every probed kernel time (a2, a3, a4) is about
-  4 times that on emu-2x100-shm (a full core): between 3.2 and 4.8 times.
+  4 times that on emu-2x100-shm (a full core): between 3.2 and 4.8 times, over two probes of
+  each taken in alternation.
 - No cgroup or namespace of the probes is left behind.
 Needs root, a cgroup cpu controller and network namespaces; exits 77 (skipped) otherwise."""
 import argparse
@@ -50,12 +51,19 @@ def main():
         net = probe(args.invmw, "emu-4x50-100mbit", os.path.join(tmp, "net.toml"))
         et.check("a1" in net and abs(net["a1"] - 12.5) <= 0.2 * 12.5,
                  f"100 Mbit/s platform: probed a1 {net.get('a1')} MB/s within 20% of 12.5")
-        slow = probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, "slow.toml"))
-        full = probe(args.invmw, "emu-2x100-shm", os.path.join(tmp, "full.toml"))
+        # Side by side, twice in alternation: a transient slowdown of the machine during one
+        # probe (a full-core probe once came out 30% slow in CI) then moves the ratio by half
+        # as much, and slow drifts hit both platforms alike.
+        slow, full = [], []
+        for i in range(2):
+            slow.append(probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, f"slow{i}.toml")))
+            full.append(probe(args.invmw, "emu-2x100-shm", os.path.join(tmp, f"full{i}.toml")))
         for k in ("a2", "a3", "a4"):
-            ratio = slow[k] / full[k] if k in slow and full.get(k) else float("nan")
+            s, f = [t.get(k) for t in slow], [t.get(k) for t in full]
+            ratio = sum(s) / sum(f) if None not in s + f and sum(f) > 0 else float("nan")
             et.check(3.2 <= ratio <= 4.8,
-                     f"{k} at 25% of a core is {ratio:.2f} x that at a full core (3.2..4.8)")
+                     f"{k} at 25% of a core is {ratio:.2f} x that at a full core (3.2..4.8; "
+                     f"25%: {s}, full: {f})")
     et.check(not et.resources(), f"no invmw cgroup or namespace left: {et.resources()}")
     if et.failures:
         sys.exit(f"{len(et.failures)} check(s) failed")
