@@ -1,6 +1,7 @@
 // `invmw platform exec | slot | list | cleanup`: run commands on emulated clusters.
 // (`platform show` and `platform compare`, the fitter's parameter tables, live in fitter/.)
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -33,8 +34,9 @@ std::string Summary(const Platform& p, int ranks) {
   std::string s;
   if (p.HasQuota()) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld us)", ranks,
-                  p.cpu_quota * 100, static_cast<long long>(p.period_us));
+    std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld us)%s", ranks,
+                  p.cpu_quota * 100, static_cast<long long>(p.period_us),
+                  p.pin_cores ? ", each pinned to a core" : "");
     s = buf;
   } else if (p.nodes > 0) {
     s = std::to_string(p.nodes) + " node(s), no CPU quota";
@@ -178,6 +180,33 @@ int RunExec(int argc, char** argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+// Pins this process (and what it exec's) to the slot's CPU: slot r on the r-th CPU of the
+// comma-separated list `platform exec` passed, modulo its length. A failure costs the pinning
+// only, so it is a warning.
+void PinToSlotCpu(const std::string& list, int slot) {
+  std::vector<int> cpus;
+  for (size_t i = 0; i < list.size();) {
+    size_t j = list.find(',', i);
+    if (j == std::string::npos) j = list.size();
+    char* end = nullptr;
+    const long c = std::strtol(list.c_str() + i, &end, 10);
+    if (end == list.c_str() + j && c >= 0 && c < CPU_SETSIZE) cpus.push_back(int(c));
+    i = j + 1;
+  }
+  if (cpus.empty()) {
+    std::fprintf(stderr, "invmw: warning: %s=%s names no CPU; slot %d is not pinned\n", kEnvCpus,
+                 list.c_str(), slot);
+    return;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpu = cpus[size_t(slot) % cpus.size()];
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    std::fprintf(stderr, "invmw: warning: slot %d: cannot pin to CPU %d: %s\n", slot, cpu,
+                 std::strerror(errno));
+}
+
 // The rank's slot number from the launcher's environment.
 bool RankFromEnvironment(int* rank, std::string* source) {
   for (const char* var : {"INVMW_EMULATE_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
@@ -223,6 +252,7 @@ int RunSlot(int argc, char** argv) {
     } catch (const PlatformError& e) {
       return Fail(e.what());
     }
+    if (const char* cpus = getenv(kEnvCpus); cpus && *cpus) PinToSlotCpu(cpus, rank);
   } else if (!getenv(kEnvPlatform)) {
     std::fprintf(stderr,
                  "invmw: warning: `platform slot` outside `invmw platform exec`: %s runs without "

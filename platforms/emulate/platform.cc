@@ -124,12 +124,12 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
   }
   static const std::set<std::string> kKeys = {
       "name",    "description", "caveat", "nodes", "ranks",           "cpu_quota", "period_us",
-      "network", "rate",        "burst",  "queue", "yield_when_idle", "mtu"};
+      "network", "rate",        "burst",  "queue", "yield_when_idle", "mtu",       "pin_cores"};
   for (const auto& [k, v] : doc) {
     if (!kKeys.count(std::string(k.str())))
       throw PlatformError(Where(source, k.source()) + "unknown key '" + std::string(k.str()) +
                           "' (expected name, description, caveat, nodes, cpu_quota, period_us, "
-                          "network, rate, burst, queue, mtu, yield_when_idle)");
+                          "network, rate, burst, queue, mtu, yield_when_idle, pin_cores)");
   }
   auto str = [&](const char* key, bool required, std::string def) -> std::string {
     const toml::node* n = doc.get(key);
@@ -246,6 +246,11 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
     auto v = n->value<bool>();
     if (!v) throw PlatformError(where("yield_when_idle") + "'yield_when_idle' must be true/false");
     p.yield_when_idle = *v;
+  }
+  if (const toml::node* n = doc.get("pin_cores")) {
+    auto v = n->value<bool>();
+    if (!v) throw PlatformError(where("pin_cores") + "'pin_cores' must be true/false");
+    p.pin_cores = *v;
   }
   return p;
 }

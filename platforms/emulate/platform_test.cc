@@ -106,6 +106,15 @@ TEST(Platform, RateLimitedLoopbackNeedsTheSharedMediumCaveat) {
   EXPECT_EQ(ErrorOf(std::string(kHeader) + "network = \"tcp\"\n"), "");
 }
 
+TEST(Platform, SlotsArePinnedUnlessThePlatformSaysNot) {
+  const std::string base = std::string(kHeader) + "nodes = 2\ncpu_quota = 0.5\n";
+  EXPECT_TRUE(ParsePlatform(base, "p.toml").pin_cores);
+  EXPECT_FALSE(ParsePlatform(base + "pin_cores = false\n", "p.toml").pin_cores);
+  const std::string e = ErrorOf(base + "pin_cores = \"yes\"\n");
+  EXPECT_NE(e.find("p.toml"), std::string::npos) << e;
+  EXPECT_NE(e.find("'pin_cores' must be true/false"), std::string::npos) << e;
+}
+
 TEST(Platform, ParsesRatesAndSizes) {
   int64_t v = 0;
   EXPECT_TRUE(ParseRate("100mbit", &v));

@@ -1,6 +1,7 @@
 #include "platforms/emulate/session.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -144,6 +145,14 @@ std::vector<std::pair<std::string, std::string>> Session::Environment() const {
   if (platform_.HasQuota()) {
     env.emplace_back(kEnvGroup, GroupDir());
     env.emplace_back(kEnvSlots, std::to_string(ranks_));
+    // The CPUs this process may use now: the launcher may bind its children more narrowly.
+    cpu_set_t set;
+    if (platform_.pin_cores && sched_getaffinity(0, sizeof set, &set) == 0) {
+      std::string cpus;
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+      if (!cpus.empty()) env.emplace_back(kEnvCpus, cpus);
+    }
   }
   if (platform_.HasNamespace()) env.emplace_back(kEnvNetns, name_);
   for (auto& kv : LauncherEnvironment(platform_)) env.push_back(kv);

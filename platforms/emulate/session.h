@@ -23,6 +23,7 @@ constexpr const char* kEnvGroup = "INVMW_EMULATE_GROUP";        // run group dir
 constexpr const char* kEnvSlots = "INVMW_EMULATE_SLOTS";        // number of slots
 constexpr const char* kEnvPlatform = "INVMW_EMULATE_PLATFORM";  // platform name
 constexpr const char* kEnvNetns = "INVMW_EMULATE_NETNS";        // namespace name (tcp platforms)
+constexpr const char* kEnvCpus = "INVMW_EMULATE_CPUS";  // CPUs the slots are pinned to, in order
 
 // A resource removed (or that failed to be removed) by RemoveStale.
 struct StaleResource {

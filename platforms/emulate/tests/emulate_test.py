@@ -148,6 +148,22 @@ def test_scaling(args):
     check(speedup >= 3.0, f"4 ranks at 25% run >= 3x faster than 1 (got {speedup:.2f})")
 
 
+def test_pinning(args):
+    """Each CPU slot runs on one core: slot r on the r-th usable CPU (modulo their number), for
+    any launcher (here mpirun, whose own binding the slot overrides)."""
+    need()
+    usable = sorted(os.sched_getaffinity(0))
+    show = ("echo rank $OMPI_COMM_WORLD_RANK "
+            "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)")
+    rc, out = run_exec(args, "emu-4x50-shm", mpirun(args, "emu-4x50-shm", 4, ["sh", "-c", show]),
+                       ranks=4)
+    check(rc == 0, f"4 ranks on emu-4x50-shm exited {rc}")
+    got = dict(line.split()[1:3] for line in out.splitlines() if line.startswith("rank "))
+    want = {str(r): str(usable[r % len(usable)]) for r in range(4)}
+    print(f"usable CPUs {usable}; CPU of each slot: {got}")
+    check(got == want, f"slot r runs on CPU usable[r % {len(usable)}]: want {want}, got {got}")
+
+
 # The transfer: a receiver and a sender, two processes in two CPU slots of the namespace.
 TRANSFER = r"""
 import socket, sys, time
@@ -330,8 +346,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--invmw", required=True)
     ap.add_argument("--bin", required=True)
-    ap.add_argument("test", choices=["quota", "scaling", "tcp_rate", "cleanup", "mpi_rate",
-                                     "pingpong", "no_leftovers"])
+    ap.add_argument("test", choices=["quota", "scaling", "tcp_rate", "cleanup", "pinning",
+                                     "mpi_rate", "pingpong", "no_leftovers"])
     args = ap.parse_args()
     t0 = time.monotonic()
     globals()["test_" + args.test](args)
