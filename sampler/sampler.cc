@@ -427,13 +427,22 @@ class Sampler {
     cv_.notify_all();
     if (metrics_.empty()) return;
     using Clock = std::chrono::steady_clock;
-    auto next = Clock::now();
+    // Samples fall on multiples of the interval of the monotonic clock, which every process of
+    // a node shares: the ranks' sampler threads wake together, so ranks that wait for each
+    // other are interrupted once per interval rather than one after another.
+    auto aligned = [](Clock::time_point t, std::chrono::nanoseconds step) {
+      return t - (t.time_since_epoch() % step);
+    };
+    auto step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
+    auto next = aligned(Clock::now(), step);
     auto next_poll = next + std::chrono::seconds(1);
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      next += std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
+      step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
+      next += step;
       const auto now = Clock::now();
-      if (next < now) next = now;  // fell behind (descheduled): resume the grid from now
+      // Fell behind (descheduled) or the interval changed: resume on the grid after now.
+      if (next < now || next - now > step) next = aligned(now, step) + step;
       if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
       lock.unlock();
       TakeSample();
