@@ -35,10 +35,11 @@ class ProcFile {
     size_t got = 0;
     while (true) {
       const size_t want = out->size() - got;
+      const bool first = got == 0;
       ssize_t n = pread(fd_, &(*out)[got], want, off_t(got));
       if (n < 0) return false;
       got += size_t(n);
-      if (n == 0 || (got == size_t(n) && size_t(n) < want && got < kShortEnough)) break;
+      if (n == 0 || (first && size_t(n) < want && size_t(n) < kShortEnough)) break;
       if (got == out->size()) {
         buf_size_ *= 2;
         out->resize(buf_size_);

@@ -14,6 +14,7 @@
 
 #include "cli/args.h"
 #include "cli/verb.h"
+#include "common/config.h"
 #include "platforms/emulate/cpu_slots.h"
 #include "platforms/emulate/platform.h"
 #include "platforms/emulate/session.h"
@@ -185,13 +186,10 @@ int RunExec(int argc, char** argv) {
 // only, so it is a warning.
 void PinToSlotCpu(const std::string& list, int slot) {
   std::vector<int> cpus;
-  for (size_t i = 0; i < list.size();) {
-    size_t j = list.find(',', i);
-    if (j == std::string::npos) j = list.size();
+  for (const std::string& item : config::ParseList(list)) {
     char* end = nullptr;
-    const long c = std::strtol(list.c_str() + i, &end, 10);
-    if (end == list.c_str() + j && c >= 0 && c < CPU_SETSIZE) cpus.push_back(int(c));
-    i = j + 1;
+    const long c = std::strtol(item.c_str(), &end, 10);
+    if (*end == '\0' && c >= 0 && c < CPU_SETSIZE) cpus.push_back(int(c));
   }
   if (cpus.empty()) {
     std::fprintf(stderr, "invmw: warning: %s=%s names no CPU; slot %d is not pinned\n", kEnvCpus,
