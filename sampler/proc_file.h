@@ -6,12 +6,16 @@
 // generate the whole file again (half the sampler's /proc time), and a seq_file read stops
 // short of the end only when its next record would not fit in a page-sized buffer, so a first
 // read shorter than kShortEnough (no record is that long) has returned everything.
+// The buffer belongs to the file and is only written by read(): zero-filling a std::string up
+// to its capacity before each read was half of the sampler's own instructions.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace invmw::sampler {
 
@@ -28,39 +32,48 @@ class ProcFile {
     fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     return fd_ >= 0;
   }
-  // The whole content into *out (reused buffer); false on a read error.
-  bool Read(std::string* out) {
+  // The whole content, valid until the next Read and followed by a '\0'; false on a read error
+  // or an empty file.
+  bool Read(std::string_view* out) {
     if (fd_ < 0) return false;
-    out->resize(buf_size_);
+    if (!buf_) buf_.reset(new char[size_ + 1]);
     size_t got = 0;
     while (true) {
-      const size_t want = out->size() - got;
+      const size_t want = size_ - got;
       const bool first = got == 0;
-      ssize_t n = pread(fd_, &(*out)[got], want, off_t(got));
+      const ssize_t n = pread(fd_, buf_.get() + got, want, off_t(got));
       if (n < 0) return false;
       got += size_t(n);
       if (n == 0 || (first && size_t(n) < want && size_t(n) < kShortEnough)) break;
-      if (got == out->size()) {
-        buf_size_ *= 2;
-        out->resize(buf_size_);
-      }
+      if (got == size_) Grow();
     }
-    out->resize(got);
+    buf_[got] = '\0';
+    *out = std::string_view(buf_.get(), got);
     return got > 0;
   }
   const std::string& path() const { return path_; }
 
  private:
+  void Grow() {
+    std::unique_ptr<char[]> bigger(new char[2 * size_ + 1]);
+    std::copy(buf_.get(), buf_.get() + size_, bigger.get());
+    buf_ = std::move(bigger);
+    size_ *= 2;
+  }
   static constexpr size_t kShortEnough = 2048;
   int fd_ = -1;
-  size_t buf_size_ = 4096;
+  size_t size_ = 4096;
+  std::unique_ptr<char[]> buf_;
   std::string path_;
 };
 
 // Reads a whole small file once (cgroup settings, /proc/self/cgroup).
 inline bool ReadSmallFile(const std::string& path, std::string* out) {
   ProcFile f;
-  return f.Open(path) && f.Read(out);
+  std::string_view v;
+  if (!f.Open(path) || !f.Read(&v)) return false;
+  out->assign(v);
+  return true;
 }
 
 }  // namespace invmw::sampler

@@ -40,12 +40,12 @@ bool ToU64(const std::string& s, uint64_t* out) {
 }
 
 // Value of "Key:  123 kB" lines.
-bool KeyValue(const std::string& text, const char* key, uint64_t* out) {
+bool KeyValue(std::string_view text, const char* key, uint64_t* out) {
   const size_t klen = std::strlen(key);
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
+    if (nl == std::string_view::npos) nl = text.size();
     if (text.compare(pos, klen, key) == 0 && pos + klen < text.size() && text[pos + klen] == ':') {
       const char* p = text.data() + pos + klen + 1;
       return NextU64(&p, text.data() + nl, out);
@@ -75,14 +75,14 @@ bool ProcSelfStat(const std::string& text, ProcStat* out) {
   return true;
 }
 
-bool ProcStatmResident(const std::string& text, uint64_t* pages) {
+bool ProcStatmResident(std::string_view text, uint64_t* pages) {
   const char* p = text.data();
   const char* end = p + text.size();
   uint64_t size;
   return NextU64(&p, end, &size) && NextU64(&p, end, pages);
 }
 
-bool ProcStatusMemory(const std::string& text, uint64_t* rss_bytes, uint64_t* hwm_bytes) {
+bool ProcStatusMemory(std::string_view text, uint64_t* rss_bytes, uint64_t* hwm_bytes) {
   uint64_t rss = 0, hwm = 0;
   if (!KeyValue(text, "VmRSS", &rss)) return false;
   if (!KeyValue(text, "VmHWM", &hwm)) hwm = rss;
@@ -91,7 +91,7 @@ bool ProcStatusMemory(const std::string& text, uint64_t* rss_bytes, uint64_t* hw
   return true;
 }
 
-bool ProcSelfIo(const std::string& text, ProcIo* out) {
+bool ProcSelfIo(std::string_view text, ProcIo* out) {
   ProcIo io;
   if (!KeyValue(text, "rchar", &io.rchar) || !KeyValue(text, "wchar", &io.wchar)) return false;
   KeyValue(text, "read_bytes", &io.read_bytes);  // absent without task I/O accounting
@@ -100,7 +100,7 @@ bool ProcSelfIo(const std::string& text, ProcIo* out) {
   return true;
 }
 
-bool ProcStatCpu(const std::string& text, uint64_t states[kCpuStates]) {
+bool ProcStatCpu(std::string_view text, uint64_t states[kCpuStates]) {
   if (text.compare(0, 4, "cpu ") != 0) return false;
   const char* p = text.data() + 4;
   const char* end = text.data() + text.size();
@@ -112,7 +112,7 @@ bool ProcStatCpu(const std::string& text, uint64_t states[kCpuStates]) {
   return true;
 }
 
-bool NetDevices(const std::string& text, std::vector<NetDev>* out) {
+bool NetDevices(std::string_view text, std::vector<NetDev>* out) {
   const char* p = text.data();
   const char* end = p + text.size();
   size_t n_out = 0;
@@ -149,7 +149,7 @@ bool NetDevices(const std::string& text, std::vector<NetDev>* out) {
   return true;
 }
 
-bool DiskStats(const std::string& text, std::vector<DiskStat>* out) {
+bool DiskStats(std::string_view text, std::vector<DiskStat>* out) {
   const char* p = text.data();
   const char* end = p + text.size();
   size_t n_out = 0;
@@ -184,28 +184,36 @@ bool DiskStats(const std::string& text, std::vector<DiskStat>* out) {
   return true;
 }
 
-bool CgroupCpuStatText(const std::string& text, CgroupCpuStat* out) {
-  std::istringstream in(text);
-  std::string key;
-  uint64_t v;
+bool CgroupCpuStatText(std::string_view text, CgroupCpuStat* out) {
   CgroupCpuStat s;
   bool any = false;
-  while (in >> key >> v) {
-    any = true;
-    if (key == "usage_usec")
-      s.usage_ns = v * 1000, s.has_usage = true;
-    else if (key == "user_usec")
-      s.user_ns = v * 1000;
-    else if (key == "system_usec")
-      s.system_ns = v * 1000;
-    else if (key == "nr_periods")
-      s.nr_periods = v;
-    else if (key == "nr_throttled")
-      s.nr_throttled = v;
-    else if (key == "throttled_usec")
-      s.throttled_ns = v * 1000;
-    else if (key == "throttled_time")
-      s.throttled_ns = v;  // v1: nanoseconds
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    if (!eol) eol = end;
+    const char* k = p;
+    while (k < eol && *k != ' ') ++k;
+    const std::string_view key(p, size_t(k - p));
+    uint64_t v;
+    if (NextU64(&k, eol, &v)) {
+      any = true;
+      if (key == "usage_usec")
+        s.usage_ns = v * 1000, s.has_usage = true;
+      else if (key == "user_usec")
+        s.user_ns = v * 1000;
+      else if (key == "system_usec")
+        s.system_ns = v * 1000;
+      else if (key == "nr_periods")
+        s.nr_periods = v;
+      else if (key == "nr_throttled")
+        s.nr_throttled = v;
+      else if (key == "throttled_usec")
+        s.throttled_ns = v * 1000;
+      else if (key == "throttled_time")
+        s.throttled_ns = v;  // v1: nanoseconds
+    }
+    p = eol + 1;
   }
   if (!any) return false;
   *out = s;

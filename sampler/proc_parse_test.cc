@@ -97,6 +97,10 @@ TEST(ProcParse, Cgroups) {
   EXPECT_TRUE(s.has_usage);
   EXPECT_EQ(s.usage_ns, 2000000u);
   EXPECT_EQ(s.throttled_ns, 70000u);
+  EXPECT_FALSE(CgroupCpuStatText("", &s));
+  EXPECT_FALSE(CgroupCpuStatText("usage_usec\nnr_periods x\n", &s));
+  ASSERT_TRUE(CgroupCpuStatText("nr_periods 5", &s));  // no final newline
+  EXPECT_EQ(s.nr_periods, 5u);
   int64_t q, p;
   ASSERT_TRUE(CgroupCpuMax("max 100000\n", &q, &p));
   EXPECT_LT(q, 0);

@@ -46,6 +46,7 @@ class ProcSource : public Source {
     return true;
   }
   void Read(double* v) override {
+    std::string_view text;
     rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
       v[0] = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
@@ -55,9 +56,9 @@ class ProcSource : public Source {
       v[5] = double(ru.ru_majflt);
     }
     uint64_t pages;
-    if (statm_.Read(&buf_) && parse::ProcStatmResident(buf_, &pages)) v[2] = double(pages) * page_;
+    if (statm_.Read(&text) && parse::ProcStatmResident(text, &pages)) v[2] = double(pages) * page_;
     parse::ProcIo io;
-    if (has_io_ && io_.Read(&buf_) && parse::ProcSelfIo(buf_, &io)) {
+    if (has_io_ && io_.Read(&text) && parse::ProcSelfIo(text, &io)) {
       v[6] = double(io.rchar);
       v[7] = double(io.wchar);
       v[8] = double(io.read_bytes);
@@ -69,7 +70,6 @@ class ProcSource : public Source {
   ProcFile statm_, io_;
   bool has_io_ = false;
   double page_ = 4096;
-  std::string buf_;
 };
 
 // ---- node_cpu: the node's CPU states --------------------------------------------------------
@@ -88,24 +88,25 @@ class NodeCpuSource : public Source {
     return true;
   }
   void Read(double* v) override {
+    std::string_view text;
     uint64_t st[parse::kCpuStates];
-    if (stat_.Read(&buf_) && parse::ProcStatCpu(buf_, st))
+    if (stat_.Read(&text) && parse::ProcStatCpu(text, st))
       for (int i = 0; i < parse::kCpuStates; ++i) v[i] = double(st[i]) / hz_;
   }
 
  private:
   ProcFile stat_;
   double hz_ = 100;
-  std::string buf_;
 };
 
 // ---- net: network devices of the node (of its network namespace) ---------------------------
 class NetSource : public Source {
  public:
   bool Open(const SourceContext& ctx, std::vector<MetricDef>* m, std::string* why) override {
+    std::string_view text;
     std::vector<parse::NetDev> devs;
-    if (!file_.Open(ctx.proc_root + "/net/dev") || !file_.Read(&buf_) ||
-        !parse::NetDevices(buf_, &devs)) {
+    if (!file_.Open(ctx.proc_root + "/net/dev") || !file_.Read(&text) ||
+        !parse::NetDevices(text, &devs)) {
       *why = "cannot read " + ctx.proc_root + "/net/dev";
       return false;
     }
@@ -125,7 +126,8 @@ class NetSource : public Source {
     return true;
   }
   void Read(double* v) override {
-    if (!file_.Read(&buf_) || !parse::NetDevices(buf_, &devs_)) return;
+    std::string_view text;
+    if (!file_.Read(&text) || !parse::NetDevices(text, &devs_)) return;
     for (size_t i = 0; i < names_.size(); ++i)
       for (const auto& d : devs_)
         if (d.name == names_[i]) {
@@ -140,16 +142,16 @@ class NetSource : public Source {
   ProcFile file_;
   std::vector<std::string> names_;
   std::vector<parse::NetDev> devs_;
-  std::string buf_;
 };
 
 // ---- disk: whole disks of the node ----------------------------------------------------------
 class DiskSource : public Source {
  public:
   bool Open(const SourceContext& ctx, std::vector<MetricDef>* m, std::string* why) override {
+    std::string_view text;
     std::vector<parse::DiskStat> disks;
-    if (!file_.Open(ctx.proc_root + "/diskstats") || !file_.Read(&buf_) ||
-        !parse::DiskStats(buf_, &disks)) {
+    if (!file_.Open(ctx.proc_root + "/diskstats") || !file_.Read(&text) ||
+        !parse::DiskStats(text, &disks)) {
       *why = "cannot read " + ctx.proc_root + "/diskstats";
       return false;
     }
@@ -178,7 +180,8 @@ class DiskSource : public Source {
     return true;
   }
   void Read(double* v) override {
-    if (!file_.Read(&buf_) || !parse::DiskStats(buf_, &disks_)) return;
+    std::string_view text;
+    if (!file_.Read(&text) || !parse::DiskStats(text, &disks_)) return;
     for (size_t i = 0; i < names_.size(); ++i)
       for (const auto& d : disks_)
         if (d.name == names_[i]) {
@@ -193,7 +196,6 @@ class DiskSource : public Source {
   ProcFile file_;
   std::vector<std::string> names_;
   std::vector<parse::DiskStat> disks_;
-  std::string buf_;
 };
 
 // ---- cgroup: the CPU controller of the process's cgroup, when it limits the CPU -------------
@@ -244,12 +246,13 @@ class CgroupSource : public Source {
     return false;  // not in a CPU-limited cgroup: nothing to say
   }
   void Read(double* v) override {
+    std::string_view text;
     double* w = v;
     parse::CgroupCpuStat st;
-    const bool ok = stat_.Read(&buf_) && parse::CgroupCpuStatText(buf_, &st);
+    const bool ok = stat_.Read(&text) && parse::CgroupCpuStatText(text, &st);
     if (has_usage_) {
       if (ok && st.has_usage) w[0] = double(st.usage_ns) * 1e-9;
-      if (usage_.Read(&buf_)) w[0] = double(std::strtoull(buf_.c_str(), nullptr, 10)) * 1e-9;
+      if (usage_.Read(&text)) w[0] = double(std::strtoull(text.data(), nullptr, 10)) * 1e-9;
       ++w;
     }
     if (ok) {
@@ -273,7 +276,6 @@ class CgroupSource : public Source {
   ProcFile stat_, usage_;
   bool has_usage_ = false;
   double quota_cpus_ = 0;
-  std::string buf_;
 };
 
 }  // namespace

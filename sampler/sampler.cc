@@ -1,6 +1,7 @@
 #include "sampler/sampler.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -226,9 +229,7 @@ class Sampler {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return ready_; });
     if (metrics_.empty()) {
-      stop_ = true;
       lock.unlock();
-      cv_.notify_all();
       thread_.join();
       *error = "sampler: no source could be opened";
       return false;
@@ -237,11 +238,9 @@ class Sampler {
   }
 
   void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    stop_.store(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<int*>(&stop_), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX,
+            nullptr, nullptr, 0);
     if (thread_.joinable()) thread_.join();
   }
 
@@ -436,15 +435,13 @@ class Sampler {
     auto step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
     auto next = aligned(Clock::now(), step);
     auto next_poll = next + std::chrono::seconds(1);
-    std::unique_lock<std::mutex> lock(mu_);
     while (true) {
       step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
       next += step;
       const auto now = Clock::now();
       // Fell behind (descheduled) or the interval changed: resume on the grid after now.
       if (next < now || next - now > step) next = aligned(now, step) + step;
-      if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
-      lock.unlock();
+      if (SleepUntil(next)) break;
       TakeSample();
       if (Clock::now() >= next_poll) {
         Flush();
@@ -452,14 +449,34 @@ class Sampler {
         SendStreamInfo();
         next_poll = Clock::now() + std::chrono::seconds(1);
       }
-      lock.lock();
     }
-    lock.unlock();
     TakeSample();  // the state at the end, so totals cover the whole run
     Flush();
     Line({{"type", "end"}, {"samples", samples_}, {"end_ticks", Now()}});
     WriteResources();
     thread_cpu_s_ = ThreadCpu();
+  }
+
+  // Sleeps until `deadline` on the monotonic clock (steady_clock's); true when Stop() was called.
+  // A bare futex wait is one system call per sample where a condition variable's timed wait
+  // made two, and system calls are the sampler's main cost on machines with page-table
+  // isolation (docs/sampler.md).
+  bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
+    const int64_t ns = std::chrono::nanoseconds(deadline.time_since_epoch()).count();
+    const timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+    while (!stop_.load(std::memory_order_acquire)) {
+      const long r =
+          syscall(SYS_futex, reinterpret_cast<int*>(&stop_), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                  0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+      if (r == 0 || errno == EAGAIN || errno == EINTR) continue;  // woken, or stop_ changed
+      if (errno == ETIMEDOUT) return false;
+      // No usable futex (a seccomp filter): sleep in slices short enough to notice Stop().
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          deadline - now, std::chrono::milliseconds(20)));
+    }
+    return true;
   }
 
   static double ThreadCpu() {
@@ -539,7 +556,10 @@ class Sampler {
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool ready_ = false, stop_ = false;
+  bool ready_ = false;
+  // The futex word Stop() sets and wakes; the sampling thread sleeps on it.
+  std::atomic<int> stop_{0};
+  static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
 };
 
 // Constant-initialised and never destroyed by static destructors: the runtime may start the
