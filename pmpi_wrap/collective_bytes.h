@@ -92,7 +92,7 @@ template <typename N>
 CollBytes Bcast(N count, MPI_Datatype type, int root, MPI_Comm comm) {
   CollBytes b;
   bool is_root, part;
-  const CommInfo* ci = Rooted(comm, root, &b, &is_root, &part);
+  Rooted(comm, root, &b, &is_root, &part);
   if (!part) return b;
   (is_root ? b.sent : b.recv) = TypeBytes(count, type);
   return b;

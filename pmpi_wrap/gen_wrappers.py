@@ -579,9 +579,21 @@ def gen(args):
                                  f'invmw::wrap::Scratch().FortranStatusBuffer({cnt}) : {fv};')
                 b, a = fortran_conversion(t, fvars[r], fv, direction, info, r, fvars)
                 if b:
-                    before.append('  ' + b)
+                    before.append((fvars[r], '  ' + b))
                 if a:
                     after.append('    ' + a)
+            # Convert only the arguments the event uses: a handle conversion is a call into the
+            # MPI library, and unused variables are compiler warnings.
+            used_text = '\n'.join(subst + after + [expand(post, fvars),
+                                                    expand(info.get('pre') or '', fvars)])
+            while True:
+                kept = [(v, b) for v, b in before
+                        if re.search(r'\b%s\b' % v, used_text + '\n'.join(
+                            x for w, x in before if w != v))]
+                if len(kept) == len(before):
+                    break
+                before = kept
+            before = [b for _, b in before]
             # Status arguments are passed substituted; all others unchanged.
             fcall = []
             role_at = {idx(j): r for r, (j, _) in roles.items()}

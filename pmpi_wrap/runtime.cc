@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,15 @@ INVMW_TLS ThreadState* tls_state = nullptr;
 INVMW_TLS bool tls_in_call = false;
 
 namespace {
+
+// A NUL-terminated copy into a fixed-size record field, cut to fit (record fields are fixed by
+// the raw file format; the names put there are shorter than the fields).
+template <size_t N>
+void CopyCString(char (&dst)[N], const char* src) {
+  const size_t n = std::min(std::strlen(src), N - 1);
+  std::memcpy(dst, src, n);
+  dst[n] = '\0';
+}
 
 // ---- thread slots --------------------------------------------------------------------------
 std::atomic<ThreadState*>* g_threads = nullptr;  // array of max_threads, set at init
@@ -358,8 +368,8 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
   h->mpi_init_s = double(g.init_ticks - g.init_enter_ticks) / h->ticks_per_second;
   std::memcpy(h->host, g.host, sizeof h->host);
   std::memcpy(h->mpi_library, g.mpi_library, sizeof h->mpi_library);
-  std::strncpy(h->invmw_version, INVMW_VERSION, sizeof h->invmw_version - 1);
-  std::strncpy(h->mpi_flavor, kMpiFlavor, sizeof h->mpi_flavor - 1);
+  CopyCString(h->invmw_version, INVMW_VERSION);
+  CopyCString(h->mpi_flavor, kMpiFlavor);
 
   int nthreads = ThreadCount();
   h->num_threads = uint32_t(nthreads);
@@ -381,7 +391,7 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
       for (int b = 0; b < raw::kHistBins; ++b) r.hist[b] += s.hist[b];
     }
     if (r.calls == 0) continue;
-    std::strncpy(r.name, kFuncNames[f], sizeof r.name - 1);
+    CopyCString(r.name, kFuncNames[f]);
     rec[n++] = r;
   }
   h->num_funcs = n;
@@ -446,7 +456,7 @@ void OnInit(uint64_t enter_ticks) {
   PMPI_Get_library_version(lib, &len);
   lib[MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
   if (char* nl = std::strchr(lib, '\n')) *nl = '\0';
-  std::strncpy(g.mpi_library, lib, sizeof g.mpi_library - 1);
+  CopyCString(g.mpi_library, lib);
 
   for (const auto& w : g.cfg.warnings) Warn(w);
   if (!g.cfg.WRAP_ENABLE) return;
@@ -469,7 +479,12 @@ void OnInit(uint64_t enter_ticks) {
            "); no profile will be written");
       d.clear();
     }
-    std::strncpy(dir, d.c_str(), sizeof dir - 1);
+    if (d.size() >= sizeof dir) {
+      Warn("the output directory name is longer than " + std::to_string(sizeof dir - 1) +
+           " bytes; no profile will be written");
+      d.clear();
+    }
+    CopyCString(dir, d.c_str());
   }
   PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
   g.output_dir = dir;
