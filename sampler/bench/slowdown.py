@@ -5,6 +5,7 @@ Rounds interleave the two configurations so machine noise hits both; medians and
 printed. Also: profile only, and sampling only, to attribute the cost.
 
   python3 sampler/bench/slowdown.py --lib build/lib/libinvmw.so --app build/bin/slowdown_app
+  (--rounds N, default 9; --scale F multiplies the programs' iteration counts, default 1)
 """
 import argparse
 import os
@@ -38,14 +39,18 @@ def main():
     p.add_argument("--lib", required=True)
     p.add_argument("--app", required=True)
     p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply every program's iteration count (longer runs, less noise)")
     a = p.parse_args()
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     work = tempfile.mkdtemp(prefix="invmw-slowdown-")
+    def n(iters):
+        return str(max(1, int(iters * a.scale)))
     programs = {
-        "compute-bound (allreduce per 2e6 flops-loop)": ["compute", "150"],
-        "communication-bound (64 KiB ping-pong)": ["comm", "20000", "65536"],
-        "communication-bound (8 B ping-pong)": ["comm", "200000", "8"],
+        "compute-bound (allreduce per 2e6 flops-loop)": ["compute", n(150)],
+        "communication-bound (64 KiB ping-pong)": ["comm", n(20000), "65536"],
+        "communication-bound (8 B ping-pong)": ["comm", n(200000), "8"],
     }
     for name, args in programs.items():
         times = {c: [] for c in CONFIGS}
