@@ -108,14 +108,20 @@ int Args::Parse(int argc, char** argv, bool* done) {
       const Opt* found = nullptr;
       for (const auto& o : opts_)
         if (o.name == name) found = &o;
-      if (!found) return Fail("unknown option '" + name + "' (see --help)");
+      if (!found)
+        return Fail(
+            "unknown option '" + name + "'" +
+            (rest_ && !positional.empty()
+                 ? " (the command to run goes after `--`: invmw ... -- " + positional[0] + " ...)"
+                 : " (see --help)"));
       if (found->flag) {
         if (has_value) return Fail("option '" + name + "' takes no value");
         *found->flag = true;
         continue;
       }
       if (!has_value) {
-        if (i + 1 >= argc) return Fail("option '" + name + "' needs a value " + found->metavar);
+        if (i + 1 >= argc || std::string(argv[i + 1]) == "--")
+          return Fail("option '" + name + "' needs a value " + found->metavar);
         value = argv[++i];
       }
       if (found->value)
@@ -127,7 +133,8 @@ int Args::Parse(int argc, char** argv, bool* done) {
     positional.push_back(a);
   }
   if (!pos_ && !positional.empty())
-    return Fail("unexpected argument '" + positional[0] + "' (see --help)");
+    return Fail("unexpected argument '" + positional[0] + "'" +
+                (rest_ ? " (the command to run goes after `--`)" : " (see --help)"));
   if (pos_) {
     if ((int)positional.size() < pos_min_) return Fail("missing " + pos_metavar_ + " (see --help)");
     if (pos_max_ >= 0 && (int)positional.size() > pos_max_)

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -168,7 +169,8 @@ int Run(int argc, char** argv) {
             "the per-rank data is merged into a profile marked incomplete. The exit status of\n"
             "the job is passed on unchanged.");
   args.Option("--out", "DIR", &out,
-              "experiment directory (default: invmw-YYYYMMDD-HHMMSS-<id> here)")
+              "experiment directory (default: $INVMW_OUTPUT_DIR if set, else "
+              "invmw-YYYYMMDD-HHMMSS-<id> here)")
       .Option("--mpi", "NAME", &mpi,
               "MPI of the program: openmpi, mpich or pvm (default: from the launcher or "
               "program; a program linked with libpvm3 gets libinvmw-pvm.so)")
@@ -226,11 +228,40 @@ int Run(int argc, char** argv) {
   }
   lib = Absolute(lib);
 
+  // The experiment directory: --out, else INVMW_OUTPUT_DIR from --env or the environment (the
+  // ranks must write where this command looks), else a new name.
+  for (const auto& e : env)
+    if (e.rfind("INVMW_OUTPUT_DIR=", 0) == 0) {
+      const std::string v = e.substr(17);
+      if (!out.empty() && Absolute(out) != Absolute(v))
+        return Fail("--out " + out + " and --env " + e + " name different directories");
+      out = v;
+    }
+  if (const char* v = std::getenv("INVMW_OUTPUT_DIR"); out.empty() && v && *v) out = v;
   if (out.empty()) out = DefaultRunDirName();
   out = Absolute(out);
+  // INVMW_PROFILE_ENABLE=0 (from --env or the environment): the ranks write no profile on
+  // purpose, so none is built here either.
+  bool profile_enabled = true;
+  {
+    std::string v;
+    if (const char* ev = std::getenv("INVMW_PROFILE_ENABLE")) v = ev;
+    for (const auto& e : env)
+      if (e.rfind("INVMW_PROFILE_ENABLE=", 0) == 0) v = e.substr(21);
+    bool b;
+    if (!v.empty() && config::ParseBool(v, &b)) profile_enabled = b;
+  }
   struct stat st;
   if (stat((out + "/profile.json").c_str(), &st) == 0)
     return Fail(out + " already holds a profile; choose another --out");
+  {
+    // Refused before the job starts: the ranks could not write there either.
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec || access(out.c_str(), W_OK) != 0)
+      return Fail("cannot write the experiment directory " + out + ": " +
+                  (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
 
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += ":" + std::string(old);
@@ -240,7 +271,7 @@ int Run(int argc, char** argv) {
                                                            {"INVMW_OUTPUT_DIR", out}};
   for (const auto& e : env) {
     size_t eq = e.find('=');
-    vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+    if (e.substr(0, eq) != "INVMW_OUTPUT_DIR") vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
   if (quiet) vars.emplace_back("INVMW_RUNTIME_QUIET", "1");
   pid_t collector = -1;
@@ -334,6 +365,7 @@ int Run(int argc, char** argv) {
     }
   }
 
+  const bool ranks_wrote_profile = stat((out + "/profile.json").c_str(), &st) == 0;
   // A PVM run: every task wrote its own data; merge it now that the program has ended.
   if (pvm::HasPvmData(out)) {
     pvm::MergeOptions mo;
@@ -346,7 +378,9 @@ int Run(int argc, char** argv) {
     if (r.ok && !quiet) std::fprintf(stderr, "invmw: merged %zu PVM task(s)\n", r.tasks.size());
   }
   bool has_profile = stat((out + "/profile.json").c_str(), &st) == 0;
-  if (!has_profile) {
+  if (!has_profile && !profile_enabled) {
+    if (!quiet) std::fprintf(stderr, "invmw: no profile (INVMW_PROFILE_ENABLE=0)\n");
+  } else if (!has_profile) {
     std::string err;
     int n = 0;
     if (profile::MergeDirectory(out, &err, &n)) {
@@ -357,10 +391,16 @@ int Run(int argc, char** argv) {
                      n);
       has_profile = true;
     } else if (!quiet) {
-      std::fprintf(stderr, "invmw: no profile: %s\n", err.c_str());
+      std::string why;
+      if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        why = " (the job exited with status " + std::to_string(WEXITSTATUS(status)) + ")";
+      else if (WIFSIGNALED(status))
+        why = " (the job was killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+      std::fprintf(stderr, "invmw: no profile: %s%s\n", err.c_str(), why.c_str());
     }
   }
-  if (has_profile && !quiet)
+  // (A profile the ranks wrote was announced by rank 0.)
+  if (has_profile && !ranks_wrote_profile && !quiet)
     std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", out.c_str());
   // A traced job that died before rank 0 could build the archive: build it from what the ranks
   // flushed (the same converter, the crash path).

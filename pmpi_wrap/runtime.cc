@@ -251,6 +251,8 @@ void StartNonMpi() {
   o.host = g.host;
   o.ticks_per_second = g.ticks_per_second;
   o.config = &g.cfg;
+  o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
+  o.note = [](const std::string& m) { NoteOnce("sampler: " + m); };
   std::string err;
   if (!sampler::Start(o, &err)) {
     Warn("sampler not started: " + err);
@@ -405,6 +407,14 @@ void WarnOnce(const std::string& msg) {
   if (seen.insert(msg).second) Warn(msg);
 }
 
+void NoteOnce(const std::string& msg) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!g.cfg.RUNTIME_QUIET && g.rank <= 0 && seen.insert(msg).second)
+    std::fprintf(stderr, "invmw: note: %s\n", msg.c_str());
+}
+
 // ---- init / finalize -----------------------------------------------------------------------
 namespace {
 
@@ -434,6 +444,7 @@ void StartSampler() {
   o.ticks_per_second = g.ticks_per_second;
   o.config = &g.cfg;
   o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
+  o.note = [](const std::string& m) { NoteOnce("sampler: " + m); };
   std::string err;
   if (!sampler::Start(o, &err)) Warn("sampler not started: " + err);
 }

@@ -71,4 +71,8 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap);
 // Writes "invmw: warning: ..." once per distinct call site (rank 0 only when ranks are known).
 void WarnOnce(const std::string& msg);
 
+// Writes "invmw: note: ..." the same way, unless INVMW_RUNTIME_QUIET: for a fallback invmw took
+// (software events for missing hardware counters), which is no problem of the run.
+void NoteOnce(const std::string& msg);
+
 }  // namespace invmw::wrap

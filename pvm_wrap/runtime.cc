@@ -281,6 +281,10 @@ bool Activate() {
     o.warn = [](const std::string& m) {
       if (g.parent == 0) WarnOnce("sampler: " + m);
     };
+    o.note = [](const std::string& m) {
+      if (g.parent == 0 && !g.cfg.RUNTIME_QUIET)
+        std::fprintf(stderr, "invmw: note: sampler: %s\n", m.c_str());
+    };
     std::string err;
     if (!MakeDirs(o.run_dir + "/raw") || !sampler::Start(o, &err))
       WarnOnce("sampler not started in task t" + std::to_string(g.tid) + ": " + err);

@@ -313,7 +313,7 @@ class Sampler {
       for (size_t i = 0; i < a.count; ++i) metric_source_.push_back(spec.name);
       active_.push_back(std::move(a));
     }
-    for (const auto& n : notes) Warn(n);
+    for (const auto& n : notes) opt_.note ? opt_.note(n) : Warn(n);
   }
 
   void WriteHeaders(uint64_t start_ticks) {

@@ -21,8 +21,10 @@
 //     load for INVMW_RUNTIME_NONMPI=1); a second Start while running fails.
 //   Stop: takes a last sample, joins the thread, writes the "end" line and resources-R.json.
 //     Safe to call when Start failed or was never called, and more than once.
-//   Warnings (unavailable counters, unreadable files) go to options.warn, or when it is unset
-//     to stderr with the "invmw: " prefix from rank 0 only, each once.
+//   Warnings (unreadable files, bad settings) go to options.warn, or when it is unset to stderr
+//     with the "invmw: " prefix from rank 0 only, each once. Notes (a fallback taken: the
+//     kernel's software events for hardware counters that are not there) go to options.note,
+//     or when it is unset the way warnings go.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,7 @@ struct StartOptions {
   // Configuration (INVMW_SAMPLER_*); null: read from the environment.
   const config::Config* config = nullptr;
   std::function<void(const std::string&)> warn;  // see the contract above
+  std::function<void(const std::string&)> note;  // see the contract above
 
   bool IsValid(std::string* error) const;
 };
