@@ -732,6 +732,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
       rank.threads.push_back({});
       rank.threads.back().name = "main";
     }
+    if (rank.damaged) result.partial = true;
     for (const auto& t : rank.threads) result.records_in += t.records.size();
     std::map<std::string, uint64_t> rank_issues;
     RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, clocks[rank.rank],
@@ -750,7 +751,10 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
                                 " " + what);
     for (auto& t : rank.threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
     RawSamples samples;
-    if (LoadRawSamples(run_dir, rank.rank, &samples, &result.problems)) {
+    const size_t problems_before = result.problems.size();
+    const bool has_samples = LoadRawSamples(run_dir, rank.rank, &samples, &result.problems);
+    if (result.problems.size() != problems_before) result.partial = true;  // damaged samples
+    if (has_samples) {
       LocationOut ml;
       if (WriteRankMetrics(archive, samples, clocks[rank.rank], &metric_defs, &ml)) {
         result.events_out += ml.events;

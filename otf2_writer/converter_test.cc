@@ -290,10 +290,34 @@ TEST_F(ConvertedRun, MissingEventFileStillConverts) {
   for (const auto& p : result_.problems)
     named |= p.find("events-000001-000.bin: missing") != std::string::npos;
   EXPECT_TRUE(named);
+  EXPECT_TRUE(result_.partial);  // every rank ended cleanly, but rank 1's events are lost
   Trace t = ReadTrace(Archive());
+  EXPECT_EQ(t.properties["INVMW::PARTIAL"], "true");
   EXPECT_EQ(t.locations_of_rank.at(1).size(), 1u);
   EXPECT_TRUE(t.locations[t.locations_of_rank.at(1)[0]].events.empty());
   EXPECT_FALSE(t.unmatched_sends.empty());  // rank 1's partners now lack their other half
+}
+
+TEST_F(ConvertedRun, CutRecordOrBadDefsLineOfACleanRunMarksThePartial) {
+  dir_ = TempDir("damaged");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  result_ = ConvertToOtf2(dir_);
+  ASSERT_FALSE(result_.partial);
+  const fs::path events = fs::path(dir_) / "raw" / EventsFileName(0, 0);
+  fs::resize_file(events, fs::file_size(events) - 10);
+  result_ = ConvertToOtf2(dir_);
+  EXPECT_TRUE(result_.partial);
+  EXPECT_EQ(ReadTrace(Archive()).properties["INVMW::PARTIAL"], "true");
+
+  dir_ = TempDir("damaged-defs");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  std::ofstream(fs::path(dir_) / "raw" / DefsFileName(1), std::ios::app) << "garbage{\n";
+  result_ = ConvertToOtf2(dir_);
+  EXPECT_TRUE(result_.partial);
+  bool named = false;
+  for (const auto& p : result_.problems)
+    named |= p.find(":") != std::string::npos && p.find("unusable line") != std::string::npos;
+  EXPECT_TRUE(named);
 }
 
 TEST_F(ConvertedRun, MissingRankKeepsAnEmptyLocationAndMarksThePartial) {

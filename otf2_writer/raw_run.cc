@@ -129,6 +129,7 @@ bool LoadDefs(const fs::path& path, RawRank* r, std::vector<std::string>* proble
       // A crash can cut the last line; anything else is a writer bug worth naming.
       problems->push_back(name + ":" + std::to_string(lineno) + ": unusable line (" + e.what() +
                           ")");
+      r->damaged = true;
     }
   }
   if (r->rank < 0 || r->ticks_per_second <= 0) {
@@ -199,16 +200,20 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
     in.seekg(sizeof h);
     in.read(reinterpret_cast<char*>(it->records.data()),
             std::streamsize(n * sizeof(trace::EventRecord)));
-    if (uint64_t rest = body % sizeof(trace::EventRecord))
+    if (uint64_t rest = body % sizeof(trace::EventRecord)) {
       problems->push_back(name + ": last record cut short (" + std::to_string(rest) +
                           " trailing bytes dropped; crash during write?)");
+      r->damaged = true;
+    }
   }
   for (auto& t : r->threads)
     if (std::find_if(files.begin(), files.end(),
-                     [&](const auto& f) { return f.first == t.index; }) == files.end())
+                     [&](const auto& f) { return f.first == t.index; }) == files.end()) {
       problems->push_back("raw/" + EventsFileName(r->rank, t.index) + ": missing (thread " +
                           std::to_string(t.index) + " of rank " + std::to_string(r->rank) +
                           " has no events)");
+      r->damaged = true;
+    }
   std::sort(r->threads.begin(), r->threads.end(),
             [](const RawThread& a, const RawThread& b) { return a.index < b.index; });
 }

@@ -60,6 +60,9 @@ struct RawRank {
   uint64_t end_ticks = 0;
   uint64_t dropped_events = 0;
   uint64_t flushes = 0;
+  // Some of the rank's raw data could not be used (an unreadable defs line, a cut record, a
+  // missing events file): the archive built from it is partial.
+  bool damaged = false;
   std::vector<RawThread> threads;  // sorted by index
 };
 

@@ -38,6 +38,9 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
       it != t.properties.end() && it->second == "true")
     r.warnings.push_back("the archive is marked partial (a rank crashed or dropped events)");
   for (const auto& m : t.metric_locations) {
+    r.by_type["Metric"] += m.samples.size();
+    r.by_rank[m.rank]["Metric"] += m.samples.size();
+    r.events += m.samples.size();
     if (m.declared_events != m.samples.size())
       fail.Add("event counts", "metric location \"" + m.name + "\": definitions declare " +
                                    std::to_string(m.declared_events) + " events, the file holds " +
@@ -98,7 +101,8 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
 
 void PrintCheckReport(const Trace& t, const CheckReport& r, FILE* out) {
   std::fprintf(out, "%s: %zu locations, %llu events, %llu messages, %.6f s\n", t.path.c_str(),
-               t.locations.size(), (unsigned long long)r.events, (unsigned long long)r.messages,
+               t.locations.size() + t.metric_locations.size(), (unsigned long long)r.events,
+               (unsigned long long)r.messages,
                t.timer_resolution ? double(t.trace_length) / double(t.timer_resolution) : 0.0);
   // Up to kColumns ranks fit beside the totals; beyond that each rank gets a line of its own.
   constexpr size_t kColumns = 8;
