@@ -68,10 +68,20 @@ int RecoverVerb(int argc, char** argv) {
   return Convert(argc, argv, true);
 }
 
-// DIR or DIR/traces.otf2 -> the anchor file.
+// DIR or DIR/traces.otf2 -> the anchor file. An experiment directory without an archive
+// gets an error that says what to do.
 std::string AnchorOf(const std::string& arg) {
-  if (fs::is_directory(arg)) return (fs::path(arg) / "traces.otf2").string();
-  return arg;
+  if (!fs::is_directory(arg)) return arg;
+  const fs::path anchor = fs::path(arg) / "traces.otf2";
+  if (!fs::exists(anchor)) {
+    if (fs::exists(fs::path(arg) / "raw" / "defs-000000.jsonl"))
+      throw std::runtime_error(arg + ": no traces.otf2, but a raw trace in " + arg +
+                               "/raw: build the archive with `invmw trace recover " + arg + "`");
+    throw std::runtime_error(arg +
+                             ": no trace here (traces.otf2 is written when the run is "
+                             "traced: `invmw run --trace` or INVMW_TRACE_ENABLE=1)");
+  }
+  return anchor.string();
 }
 
 int ExportVerb(int argc, char** argv) {
@@ -89,9 +99,9 @@ int ExportVerb(int argc, char** argv) {
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (format.empty()) format = "perfetto";
   if (format != "perfetto") return Fail("--format " + format + ": expected perfetto");
-  const std::string anchor = AnchorOf(dirs[0]);
-  if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
   try {
+    const std::string anchor = AnchorOf(dirs[0]);
+    if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
     Trace t = ReadTrace(anchor);
     PerfettoStats st = ExportPerfetto(t, out);
     std::printf("%s: %llu slices, %llu message arrows\n", out.c_str(),

@@ -29,4 +29,10 @@ OTF2_Archive* OpenArchiveForWriting(const std::string& dir, const std::string& n
 // Opens an anchor file (.otf2) for reading: serial collectives, pthread locks.
 OTF2_Reader* OpenArchiveForReading(const std::string& anchor_path);
 
+// OTF2 prints every error it meets ("[OTF2] src/...: error: ..."), several lines for one
+// failure, before invmw's own one-line error. Both functions above install an error handler
+// that keeps OTF2's first message of this thread instead; this returns it (empty if none) and
+// forgets it, so errors can carry the cause: "..., OTF2: This is not a directory: ...".
+std::string TakeOtf2Error();
+
 }  // namespace invmw::otf2

@@ -333,9 +333,12 @@ OTF2_CallbackCode EvMetric(INVMW_EVT_HEAD, OTF2_MetricRef metric, uint8_t n, con
 #undef INVMW_EVT_HEAD
 
 void Check(OTF2_ErrorCode rc, const std::string& path, const char* step) {
-  if (rc != OTF2_SUCCESS)
+  if (rc != OTF2_SUCCESS) {
+    const std::string cause = TakeOtf2Error();
     throw std::runtime_error(path + ": cannot read OTF2 archive (" + step + ": " +
-                             OTF2_Error_GetName(rc) + ", " + OTF2_Error_GetDescription(rc) + ")");
+                             OTF2_Error_GetName(rc) + ", " + OTF2_Error_GetDescription(rc) + ")" +
+                             (cause.empty() ? "" : "; OTF2: " + cause));
+  }
 }
 
 void MatchMessages(State& s) {
