@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "cli/args.h"
 #include "cli/verb.h"
@@ -60,6 +61,22 @@ int Collect(int argc, char** argv) {
     return cli::Fail("collect: --listen " + listen + ": expected ADDR:PORT");
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  {
+    // getaddrinfo takes 99999 and wraps it to 34463: check the number first.
+    const std::string p = listen.substr(colon + 1);
+    int64_t port = -1;
+    if (p.find_first_not_of("0123456789") != std::string::npos || !config::ParseInt(p, &port) ||
+        port < 0 || port > 65535)
+      return cli::Fail("collect: --listen " + listen + ": the port must be a number 0..65535");
+  }
+  // The directory is made before listening: data received must not be lost at the end.
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec || access(out.c_str(), W_OK) != 0)
+      return cli::Fail("collect: cannot write --out " + out + ": " +
+                       (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_DGRAM;
   hints.ai_flags = AI_PASSIVE;

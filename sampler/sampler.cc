@@ -75,6 +75,13 @@ class Streamer {
     }
     std::string h = target.substr(0, colon);
     if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    const std::string port = target.substr(colon + 1);
+    int64_t pn = -1;
+    if (port.find_first_not_of("0123456789") != std::string::npos ||
+        !config::ParseInt(port, &pn) || pn < 1 || pn > 65535) {
+      *error = "INVMW_SAMPLER_STREAM=" + target + ": the port must be a number 1..65535";
+      return false;
+    }
     addrinfo hints{}, *res = nullptr;
     hints.ai_socktype = SOCK_DGRAM;
     const int rc = getaddrinfo(h.c_str(), target.c_str() + colon + 1, &hints, &res);
