@@ -1,6 +1,7 @@
 #include "fitter/platform_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <dirent.h>
 #include <fstream>
 #include <iomanip>
@@ -22,6 +23,18 @@ const TableValue* FindIn(const std::vector<TableValue>& v, const std::string& n)
   return nullptr;
 }
 
+std::string NodeKind(const toml::node& n) {
+  std::ostringstream os;
+  os << n.type();
+  return os.str();
+}
+
+std::string FormatNumber(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 std::string Where(const std::string& source, const toml::source_region& r) {
   return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column) + ": ";
 }
@@ -40,8 +53,12 @@ std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
     if (auto d = v.value<double>()) {
       tv.value = *d;
     } else if (const toml::table* vt = v.as_table()) {
-      auto val = (*vt)["value"].value<double>();
-      if (!val) throw TableError(Where(source, v.source()) + field + " lacks 'value' (a number)");
+      const toml::node* vn = vt->get("value");
+      if (!vn) throw TableError(Where(source, v.source()) + field + " lacks 'value' (a number)");
+      auto val = vn->value<double>();
+      if (!val)
+        throw TableError(Where(source, vn->source()) + field + ".value must be a number, not " +
+                         (vn->is_string() ? "a string" : "a " + NodeKind(*vn)));
       tv.value = *val;
       tv.unit = (*vt)["unit"].value_or(std::string());
       tv.source = (*vt)["source"].value_or(std::string());
@@ -57,6 +74,17 @@ std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
       throw TableError(Where(source, v.source()) + field +
                        " must be a number or a table {value, unit, source}");
     }
+    // Platform parameters and kernel times are times and rates: a negative or infinite one
+    // would give negative or infinite predictions without a word.
+    const std::string sect(section);
+    if (!std::isfinite(tv.value))
+      throw TableError(Where(source, v.source()) + field + " must be a finite number");
+    if ((sect == "parameters" || sect == "kernels") && tv.value < 0)
+      throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
+                       ": must be >= 0 (a time or a rate)");
+    if (sect == "parameters" && tv.value == 0 && tv.unit.find("/s") != std::string::npos)
+      throw TableError(Where(source, v.source()) + field + " = 0 " + tv.unit +
+                       ": a rate must be > 0");
     out.push_back(tv);
   }
   return out;

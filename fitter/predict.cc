@@ -157,6 +157,16 @@ Prediction Predict(const Model& model, const std::vector<double>& params,
     pt.time = rs[0].expr.Eval<double>(f.data(), params.data());
     for (size_t k = 1; k < rs.size(); ++k)
       pt.components.push_back(rs[k].expr.Eval<double>(f.data(), params.data()));
+    // A factor value outside the model's domain (p = 0 divides by zero) must not come out as
+    // an inf or negative time in a table.
+    bool bad = !std::isfinite(pt.time) || pt.time < 0;
+    for (double c : pt.components) bad |= !std::isfinite(c);
+    if (bad) {
+      std::ostringstream os;
+      os << "model " << model.name() << " at " << sweep.factor << "=" << x << " gives time "
+         << pt.time << ": the factor value is outside the model's domain";
+      throw PredictError(os.str());
+    }
     pr.points.push_back(pt);
   }
   for (size_t i = 0; i < pr.points.size(); ++i) {
