@@ -70,6 +70,18 @@ TEST(PlatformTable, Errors) {
             std::string::npos);
   EXPECT_NE(err("schema = 1\nname = \"x\"\ncolour = 1\n").find("unknown key 'colour'"),
             std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[parameters]\na1 = { value = -30, unit = \"MB/s\" }\n")
+                .find("t.toml:4:6: parameters.a1 = -30: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[parameters]\na1 = { value = 0, unit = \"MB/s\" }\n")
+                .find("a rate must be > 0"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[kernels]\nk = { value = \"fast\" }\n")
+                .find("kernels.k.value must be a number, not a string"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[parameters]\nb1 = inf\n").find("finite"),
+            std::string::npos);
+  EXPECT_EQ(err("schema = 1\nname = \"x\"\n[parameters]\nb5 = 0\n"), "");  // a zero time
   EXPECT_THROW(ResolvePlatformTable("no-such-platform", ""), TableError);
 }
 

@@ -101,6 +101,12 @@ TEST(Predict, SweepsSettingsAndErrors) {
   }
   EXPECT_THROW(Predict(m, p, {{"n", 1}, {"nt", 1}, {"s", 1}, {"u", 1}}, ParseSweep("q=1..3")),
                PredictError);
+  try {  // p = 0 servers divides by zero
+    Predict(m, p, {{"n", 4289}, {"nt", 140}, {"s", 10}, {"u", 1}}, ParseSweep("p=0..2"));
+    FAIL();
+  } catch (const PredictError& e) {
+    EXPECT_NE(std::string(e.what()).find("at p=0"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
