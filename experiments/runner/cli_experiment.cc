@@ -20,6 +20,7 @@
 #include "common/config.h"
 #include "experiments/runner/design.h"
 #include "experiments/runner/results_db.h"
+#include "experiments/runner/responses.h"
 #include "experiments/runner/runner.h"
 
 namespace invmw::experiment {
@@ -46,6 +47,11 @@ std::string SelfExe() {
 bool LoadOrFail(const std::string& path, Design* d, int* rc) {
   try {
     *d = LoadDesign(path);
+    for (size_t i = 0; i < d->responses.size(); ++i)
+      if (std::string why = CheckResponseName(d->responses[i]); !why.empty()) {
+        *rc = Fail(path + ": responses[" + std::to_string(i) + "]: " + why);
+        return false;
+      }
     return true;
   } catch (const DesignError& e) {
     *rc = Fail(e.what());

@@ -12,6 +12,9 @@ namespace invmw::experiment {
 
 namespace {
 
+const char* const kOpalNames[] = {"t_wall", "t_par_comp", "t_seq_comp",
+                                  "t_comm", "t_sync",     "t_idle"};
+
 // The value at a dotted path ("classification.communication"), or nullptr.
 const nlohmann::json* AtPath(const nlohmann::json& doc, const std::string& path) {
   const nlohmann::json* cur = &doc;
@@ -73,8 +76,6 @@ std::map<std::string, double> ExtractResponses(const std::string& run_dir,
       values[name] = v->get<double>();
       continue;
     }
-    static const char* kOpalNames[] = {"t_wall", "t_par_comp", "t_seq_comp",
-                                       "t_comm", "t_sync",     "t_idle"};
     for (const char* o : kOpalNames)
       if (name == o)
         throw std::runtime_error("response '" + name + "': the run has no Opal breakdown (" +
@@ -89,6 +90,25 @@ std::map<std::string, double> ExtractResponses(const std::string& run_dir,
   for (const auto& [k, v] : values)
     if (!std::isfinite(v)) throw std::runtime_error("response '" + k + "' is not finite");
   return values;
+}
+
+std::string CheckResponseName(const std::string& name) {
+  for (const char* o : kOpalNames)
+    if (name == o) return "";
+  // The document's keys are those of an empty analysis: the same code writes both.
+  static const nlohmann::json kDoc = [] {
+    nlohmann::json d = analysis::ToJson(analysis::Analysis{});
+    d["opal"] = nlohmann::json::object();
+    return d;
+  }();
+  const std::string root = name.substr(0, name.find('.'));
+  if (kDoc.contains(root)) return "";
+  std::string opal, keys;
+  for (const char* o : kOpalNames) opal += (opal.empty() ? "" : ", ") + std::string(o);
+  for (const auto& [k, v] : kDoc.items()) keys += (keys.empty() ? "" : ", ") + k;
+  return "'" + name + "' is not a response: expected an Opal name (" + opal +
+         ") or a path into the analysis JSON starting with one of its keys (" + keys +
+         "), e.g. classification.communication";
 }
 
 }  // namespace invmw::experiment

@@ -21,4 +21,9 @@ namespace invmw::experiment {
 std::map<std::string, double> ExtractResponses(const std::string& run_dir,
                                                const std::vector<std::string>& names);
 
+// Empty when `name` can be a response: an Opal name, or a path whose first part is a key of the
+// analysis document. Else why not, listing what can be: a design's misspelt response is found
+// when the design is read, not after every run has been made.
+std::string CheckResponseName(const std::string& name);
+
 }  // namespace invmw::experiment

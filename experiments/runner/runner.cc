@@ -90,6 +90,12 @@ std::string Capture(const std::vector<std::string>& argv, const std::string& wha
   int st = pclose(p);
   if (st != 0) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
+    // The command is invmw itself: its "invmw: error: " prefix is ours to give once.
+    for (const char* prefix : {"invmw: error: ", "invmw: "})
+      if (out.rfind(prefix, 0) == 0) {
+        out.erase(0, std::strlen(prefix));
+        break;
+      }
     throw std::runtime_error(what + ": " + out);
   }
   return out;
@@ -102,7 +108,9 @@ std::vector<std::string> SplitWords(const std::string& s) {
   return out;
 }
 
-// The last lines the command printed, for the error column of a failed run.
+// The last lines the command printed, for the error column of a failed run: the program's and
+// the launcher's own words first; rules ("-----") and invmw's aftermath ("invmw: no profile")
+// only when nothing else is there.
 std::string LogTail(const std::string& path, int lines) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -113,8 +121,15 @@ std::string LogTail(const std::string& path, int lines) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::string> all;
   std::stringstream ss(text);
-  for (std::string l; std::getline(ss, l);)
-    if (l.find_first_not_of(" \t\r") != std::string::npos) all.push_back(l);
+  std::vector<std::string> said;
+  for (std::string l; std::getline(ss, l);) {
+    if (l.find_first_not_of(" \t\r") == std::string::npos) continue;
+    all.push_back(l);
+    if (l.find_first_not_of("- \t\r") != std::string::npos && l.rfind("invmw: ", 0) != 0 &&
+        l.rfind("invmw ", 0) != 0)
+      said.push_back(l);
+  }
+  if (!said.empty()) all.swap(said);
   std::string out;
   for (size_t i = all.size() > size_t(lines) ? all.size() - lines : 0; i < all.size(); ++i)
     out += (out.empty() ? "" : " | ") + all[i];
@@ -400,6 +415,7 @@ class DesignRun {
       rec->error = "exit status " + std::to_string(rec->exit_status);
       std::string tail = LogTail(log, 3);
       if (!tail.empty()) rec->error += ": " + tail;
+      rec->error += " (log: " + log + ")";
       return 0;
     }
     auto a0 = Clock::now();
