@@ -7,6 +7,7 @@
 // the job's exit status is passed on unchanged.
 #include <limits.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -323,12 +324,38 @@ int Run(int argc, char** argv) {
                  Basename(lib).c_str(), out.c_str());
   std::fflush(nullptr);
 
+  // The job runs in a process group of its own, so a signal meant for a group (Ctrl-C from the
+  // terminal, `timeout`, a batch system) reaches the launcher once, from us: Open MPI's mpirun
+  // takes a second SIGINT/SIGTERM as "abort now" and its ranks then die without saving their
+  // data. When we own the terminal, the job's group gets it (Ctrl-C and Ctrl-Z go there).
+  const bool tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  auto give_terminal = [&](pid_t group) {
+    if (!tty) return;
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(STDIN_FILENO, group);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+  };
+  struct sigaction sa {};
+  sa.sa_handler = Forward;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(s, &sa, nullptr);
+
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     if (collector > 0) kill(collector, SIGKILL);
     return Fail(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    setpgid(0, 0);
+    // Out of our process group, the job would outlive a SIGKILL sent to it (test harnesses,
+    // `timeout -s KILL`): it gets SIGTERM when we die.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);
+    give_terminal(getpid());
     if (launcher == Launcher::kNone)
       for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
     else
@@ -340,15 +367,23 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "invmw: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid);  // also here: whichever of the two runs first
+  give_terminal(pid);
   g_child = pid;
-  // The launcher gets our terminating signals (Ctrl-C reaches it through the terminal anyway).
-  struct sigaction sa {};
-  sa.sa_handler = Forward;
-  sigemptyset(&sa.sa_mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(s, &sa, nullptr);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (true) {
+    if (waitpid(pid, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (!WIFSTOPPED(status)) break;
+    // Ctrl-Z stopped the job: stop with it, and continue it when we are continued (fg, bg).
+    give_terminal(getpgrp());
+    raise(SIGTSTP);
+    give_terminal(pid);
+    kill(-pid, SIGCONT);
   }
+  give_terminal(getpgrp());
   if (collector > 0) {
     // Datagrams still in flight when the last rank exited arrive within a few milliseconds.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

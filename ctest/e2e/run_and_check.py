@@ -159,6 +159,12 @@ def run(a, env_for_ranks, prog, label, sigterm_when=None, on_ready=None, via_run
                 if sigterm_when and not sent_term and sigterm_when():
                     if on_ready:
                         on_ready(pgid)
+                    elif a.signal_group:
+                        # What `timeout` and a terminal's Ctrl-C do: the whole process group.
+                        sig = getattr(signal, 'SIG' + a.signal)
+                        log(f'{label}: all ranks reached the known state; SIG{a.signal} to the '
+                            f'process group {pgid}')
+                        os.killpg(pgid, sig)
                     else:
                         log(f'{label}: all ranks reached the known state; SIGTERM to the '
                             f'launcher (pid {p.pid})')
@@ -415,6 +421,11 @@ def main():
     ap.add_argument('--workdir', required=True)
     ap.add_argument('--end', default='finalize',
                     choices=('finalize', 'abort', 'exit', 'segv', 'sigterm', 'sigkill'))
+    ap.add_argument('--signal-group', action='store_true',
+                    help='with --end sigterm: signal the launcher\'s whole process group, as '
+                         'timeout(1) and Ctrl-C do, instead of the launcher alone')
+    ap.add_argument('--signal', default='TERM', choices=('TERM', 'INT'),
+                    help='the signal of --signal-group (default TERM)')
     ap.add_argument('--kill-rank', type=int, default=1,
                     help='with --end sigkill: the rank that gets SIGKILL once all ranks reached '
                          'the known state and the trace writer had time to drain')
