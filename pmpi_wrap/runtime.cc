@@ -1,6 +1,7 @@
 #include "pmpi_wrap/runtime.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -74,8 +75,19 @@ void WriteAll(int fd, const char* p, size_t n) {
 }
 
 // Saves the raw dump once (whichever end comes first wins). Async-signal-safe.
+// Set in a child the application forked (system(), popen(), fork()): it is not a rank, so it
+// records nothing and writes nothing (its exit would overwrite the rank's files), and it must
+// not wait for threads fork did not copy (the trace writer, the sampler).
+volatile sig_atomic_t g_forked_child = 0;
+
+void OnForkChild() {
+  g_forked_child = 1;
+  g_dumped.store(true);
+  SetRecording(false);
+}
+
 void SaveRawDump(uint32_t reason, int sig) {
-  if (!g.initialized || g.finalized || !g_dump_buf) return;
+  if (!g.initialized || g.finalized || !g_dump_buf || g_forked_child) return;
   if (g_dumped.exchange(true)) return;
   SetRecording(false);
   if (g.trace_on) TraceSaveFromSignal();
@@ -287,9 +299,11 @@ void FinishNonMpi() {
 
 __attribute__((constructor)) void OnLoad() {
   CheckMpiFlavor();
+  pthread_atfork(nullptr, nullptr, OnForkChild);
 }
 
 __attribute__((destructor)) void OnUnload() {
+  if (g_forked_child) return;
   if (g_nonmpi) {
     try {
       FinishNonMpi();

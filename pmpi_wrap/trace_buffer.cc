@@ -35,8 +35,11 @@ constexpr int kMaxBuffers = 4096;
 std::atomic<TraceBuffer*> g_buffers[kMaxBuffers];
 std::atomic<int> g_nbuffers{0};
 
-std::mutex g_writer_mutex;
-std::condition_variable g_writer_cv;
+// Never destroyed: a child the application forks while the writer thread waits here inherits
+// the condition variable with a waiter that does not exist in the child, and destroying it at
+// the child's exit() would wait for that waiter forever.
+std::mutex& g_writer_mutex = *new std::mutex;
+std::condition_variable& g_writer_cv = *new std::condition_variable;
 bool g_writer_stop = false;
 bool g_writer_nudged = false;
 std::thread* g_writer = nullptr;

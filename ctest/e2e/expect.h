@@ -85,7 +85,7 @@ static void ex_write(int rank) {
 
 /* Blocks (without MPI) until every rank of a job of `size` ranks has written its file: used
  * before an abnormal end so that the other ranks' counted calls are all complete. */
-static void ex_wait_all_written(int size) {
+static inline void ex_wait_all_written(int size) {
   const char* dir = ex_dir();
   char path[4096];
   int r;
