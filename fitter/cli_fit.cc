@@ -245,7 +245,7 @@ int RunFit(int argc, char** argv) {
               "copy [measures] and [kernels] of this table into the written one")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables (for --base-table)")
       .Epilog(
-          "Examples:\n  invmw fit --model opal --design opal-84 --platform local --out local.toml\n"
+          "Examples:\n  invmw fit --model opal --design opal-full --platform local --out local.toml\n"
           "  invmw fit --model opal --data runs.csv --json > fit.json   # input of `invmw plot`\n"
           "  invmw fit --model opal --design opal-full --derive s=10 \\\n"
           "      --derive 'nt=if(rc > 0, 4/3*3.14159265*rc^3*0.0334, 1e9)'  # rows record rc\n");

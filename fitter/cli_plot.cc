@@ -95,7 +95,7 @@ int RunBreakdown(int argc, char** argv) {
       .Option("--total", "NAME", &total, "measured total drawn on the bars (default t_wall; none)");
   out.Declare(&args);
   args.Epilog(
-      "Example:\n  invmw plot breakdown --design opal-84 --platform local --where n=2000 \\\n"
+      "Example:\n  invmw plot breakdown --design opal-full --platform local --where n=2000 \\\n"
       "      --where u=1 --where nt=100 --out plots/breakdown\n");
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   int sources = !design.empty() + !data.empty() + !prediction.empty();
@@ -140,7 +140,7 @@ int RunMeasuredPredicted(int argc, char** argv) {
       .Flag("--log", &log_y, "logarithmic time axis");
   out.Declare(&args);
   args.Epilog(
-      "Example:\n  invmw fit --model opal --design opal-84 --json > fit.json\n"
+      "Example:\n  invmw fit --model opal --design opal-full --json > fit.json\n"
       "  invmw plot measured-vs-predicted --fit fit.json --out plots/measured-vs-predicted\n");
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (fit.empty()) return Fail("plot measured-vs-predicted: --fit FILE is required");
