@@ -285,6 +285,23 @@ void RenderResources(const json& p, std::ostringstream& os);
 
 }  // namespace
 
+std::string DroppedNote(const json& p) {
+  uint64_t calls = 0, requests = 0;
+  for (const auto& r : p.value("ranks", json::array())) {
+    calls += r.value("dropped_thread_calls", uint64_t(0));
+    requests += r.value("dropped_requests", uint64_t(0));
+  }
+  std::string note;
+  if (calls)
+    note = std::to_string(calls) +
+           " calls from threads beyond INVMW_WRAP_MAX_THREADS (every thread that calls MPI "
+           "takes a slot for the rest of the run: raise the limit)";
+  if (requests)
+    note += (note.empty() ? "" : "; ") + std::to_string(requests) +
+            " requests beyond the request table (INVMW_WRAP_MAX_REQUESTS)";
+  return note;
+}
+
 std::string RenderText(const json& p) {
   std::ostringstream os;
   const auto& m = p["metadata"];
@@ -303,6 +320,7 @@ std::string RenderText(const json& p) {
   os << " on " << hosts << "\n";
   if (!p["missing_ranks"].empty())
     os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
+  if (const std::string d = DroppedNote(p); !d.empty()) os << "  NOT RECORDED: " << d << "\n";
   if (m.contains("clock_sync")) {
     const auto& c = m["clock_sync"];
     bool finalize = false;

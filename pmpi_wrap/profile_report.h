@@ -51,6 +51,10 @@ bool ReadDumpFile(const std::string& path, RankData* out, std::string* error);
 // saving); they are listed under "missing_ranks".
 nlohmann::json BuildProfile(const std::vector<RankData>& ranks, const RunMeta& meta,
                             bool incomplete);
+// Empty, or what the run did not record (calls of threads beyond the thread slots, requests
+// beyond the request table), for profile.txt and a warning at the end of the run.
+std::string DroppedNote(const nlohmann::json& profile);
+
 std::string RenderText(const nlohmann::json& profile);
 
 // Adds the sampler's per-rank resource summaries (raw/resources-R.json, written by

@@ -612,6 +612,7 @@ void OnFinalize() {
           Warn(err);
         else if (!g.cfg.RUNTIME_QUIET)
           std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+        if (const std::string d = profile::DroppedNote(p); !d.empty()) Warn("not recorded: " + d);
       } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
         Warn(std::string("profile not written: ") + e.what());
       }
