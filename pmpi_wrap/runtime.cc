@@ -191,8 +191,10 @@ void CheckMpiFlavor() {
       std::fprintf(stderr,
                    "invmw: warning: this libinvmw was built for %s, but the program uses the MPI "
                    "library %s; invmw stays disabled for this run (use the invmw library built "
-                   "for that MPI, e.g. libinvmw-mpich.so for MPICH)\n",
-                   kMpiFlavor, a.dli_fname);
+                   "for that MPI: %s; `invmw run --mpi` picks it)\n",
+                   kMpiFlavor, a.dli_fname,
+                   std::strcmp(kMpiFlavor, "mpich") == 0 ? "libinvmw.so for Open MPI"
+                                                         : "libinvmw-mpich.so for MPICH");
   }
 }
 
