@@ -86,10 +86,16 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
     fail.Add("unmatched receives", Where(t, u.loc, u.event) + ": receive without a matching send");
   for (const auto& m : t.messages) {
     ++r.messages;
-    if (m.recv_time < m.send_time)
-      fail.Add("causality",
-               Where(t, m.recv_loc, m.recv_event) + ": receive completes before its send (" +
-                   Where(t, m.send_loc, m.send_event) + ") began; clocks not synchronised?");
+    // Within the measured uncertainty of the two clocks' offsets, an early receive is the
+    // clocks', not the trace's.
+    const double slack =
+        t.locations[m.send_loc].clock_uncertainty_s + t.locations[m.recv_loc].clock_uncertainty_s;
+    if (m.recv_time + slack < m.send_time)
+      fail.Add("causality", Where(t, m.recv_loc, m.recv_event) + ": receive completes " +
+                                std::to_string((m.send_time - m.recv_time) * 1e6) +
+                                " us before its send (" + Where(t, m.send_loc, m.send_event) +
+                                ") began, beyond the clocks' measured uncertainty (" +
+                                std::to_string(slack * 1e6) + " us); clocks not synchronised?");
     if (m.recv_bytes != m.bytes)
       fail.Add("message sizes", Where(t, m.recv_loc, m.recv_event) + ": received " +
                                     std::to_string(m.recv_bytes) +

@@ -469,9 +469,18 @@ Trace ReadTrace(const std::string& path) {
   // Local definitions carry the clock offsets; they must be read before the events.
   const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
-  auto open_location = [&](uint64_t id, uint64_t declared_events) {
+  auto open_location = [&](uint64_t id, uint64_t declared_events, double* uncertainty_ticks) {
     if (defs_open) {
       if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, id)) {
+        OTF2_DefReaderCallbacks* cb = OTF2_DefReaderCallbacks_New();
+        OTF2_DefReaderCallbacks_SetClockOffsetCallback(
+            cb, [](void* u, OTF2_TimeStamp, int64_t, double sd) {
+              double* m = static_cast<double*>(u);
+              if (sd > *m) *m = sd;
+              return OTF2_CALLBACK_SUCCESS;
+            });
+        OTF2_Reader_RegisterDefCallbacks(reader, dr, cb, uncertainty_ticks);
+        OTF2_DefReaderCallbacks_Delete(cb);
         uint64_t n = 0;
         OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n);
         OTF2_Reader_CloseDefReader(reader, dr);
@@ -480,8 +489,15 @@ Trace ReadTrace(const std::string& path) {
     if (declared_events && !OTF2_Reader_GetEvtReader(reader, id))
       throw std::runtime_error(path + ": cannot open the events of location " + std::to_string(id));
   };
-  for (const auto& l : t.locations) open_location(l.id, l.declared_events);
-  for (const auto& m : t.metric_locations) open_location(m.id, m.declared_events);
+  for (auto& l : t.locations) {
+    double u = 0;
+    open_location(l.id, l.declared_events, &u);
+    if (t.timer_resolution) l.clock_uncertainty_s = u / double(t.timer_resolution);
+  }
+  for (const auto& m : t.metric_locations) {
+    double u = 0;
+    open_location(m.id, m.declared_events, &u);
+  }
   if (defs_open) OTF2_Reader_CloseDefFiles(reader);
 
   OTF2_GlobalEvtReader* ger = OTF2_Reader_GetGlobalEvtReader(reader);

@@ -69,6 +69,9 @@ struct TraceLocation {
   std::string name;
   int32_t rank = -1;             // world rank of its location group
   uint64_t declared_events = 0;  // from the definitions
+  // Largest standard deviation of its clock offsets to rank 0 (local ClockOffset definitions),
+  // in seconds: how far its timestamps may be off those of another rank's.
+  double clock_uncertainty_s = 0;
   std::vector<TraceEvent> events;
   // Synchronous metrics (per-call counters, INVMW_TRACE_COUNTERS) in time order.
   std::vector<TraceMetricSample> metrics;
