@@ -1,5 +1,7 @@
 #include "pmpi_wrap/request_table.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 
 #include "pmpi_wrap/runtime.h"
@@ -47,13 +49,36 @@ size_t Hash(uint64_t k) {
 
 }  // namespace
 
+// Set once at MPI_Init, before the application's threads can make MPI calls.
+static MPI_Request g_shared_empty = MPI_REQUEST_NULL;
+
+void InitSharedRequests() {
+#if defined(OPEN_MPI)
+  // Looked up, not linked: the library must not depend on Open MPI's internal symbols.
+  if (void* p = dlsym(RTLD_DEFAULT, "ompi_request_empty")) g_shared_empty = MPI_Request(p);
+#endif
+}
+
+bool IsSharedRequest(MPI_Request req) {
+  if (req == MPI_REQUEST_NULL) return false;
+#if defined(OPEN_MPI)
+  return g_shared_empty != MPI_REQUEST_NULL && req == g_shared_empty;
+#elif defined(MPICH)
+  // MPICH handles carry their kind in the top two bits; 01 is a builtin object.
+  return (uint32_t(req) >> 30) == 1u;
+#else
+  return false;
+#endif
+}
+
 void TrackRequest(MPI_Request req, const ReqInfo& info) {
   if (req == MPI_REQUEST_NULL) return;
   uint64_t key = Key(req);
   size_t h = Hash(key);
   // A handle reused after completion we did not see (e.g. completed by an unrecorded call)
-  // would otherwise leave a stale duplicate ahead of the new entry.
-  ForgetRequest(req);
+  // would otherwise leave a stale duplicate ahead of the new entry. A shared handle stands for
+  // several requests at once: none of its entries is stale.
+  if (!IsSharedRequest(req)) ForgetRequest(req);
   for (int i = 0; i < kMaxProbe; ++i) {
     Slot& s = g_slots[(h + i) % kSlots];
     uint64_t k = s.key.load(std::memory_order_relaxed);
@@ -97,11 +122,26 @@ void ForgetRequest(MPI_Request req) {
 
 namespace invmw::wrap {
 
-bool CopyRequest(MPI_Request req, ReqInfo* out) {
-  ReqInfo* r = FindRequest(req);
-  if (!r) return false;
-  *out = *r;
-  return true;
+bool CopyRequest(MPI_Request req, ReqInfo* out, int nth) {
+  if (nth == 0) {
+    ReqInfo* r = FindRequest(req);
+    if (!r) return false;
+    *out = *r;
+    return true;
+  }
+  if (req == MPI_REQUEST_NULL) return false;
+  uint64_t key = Key(req);
+  size_t h = Hash(key);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    Slot& s = g_slots[(h + i) % kSlots];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == kEmpty) return false;
+    if (k == key && s.id.load(std::memory_order_acquire) != 0 && nth-- == 0) {
+      *out = s.info;
+      return true;
+    }
+  }
+  return false;
 }
 
 void ForgetRequestIf(MPI_Request req, uint64_t id) {

@@ -31,12 +31,23 @@ struct ReqInfo {
   uint64_t id;  // invmw's id of the request (trace records refer to it)
 };
 
-// Stores info for a new request handle (overwriting a stale entry for a reused handle).
+// True for a handle the MPI library hands out for many operations at once: an operation that
+// completed inside its start call (Open MPI's &ompi_request_empty for every eager Isend that
+// ob1 sent at once, for MPI_PROC_NULL and trivial collectives; MPICH's builtin completed
+// requests). Such a handle can stand for several live requests; their entries are kept side
+// by side and completed in the order they were started.
+bool IsSharedRequest(MPI_Request req);
+// Looks up the shared handles; called once in MPI_Init.
+void InitSharedRequests();
+
+// Stores info for a new request handle (overwriting a stale entry for a reused handle, unless
+// the handle is a shared one).
 void TrackRequest(MPI_Request req, const ReqInfo& info);
 // Finds the entry; nullptr when the request was never tracked.
 ReqInfo* FindRequest(MPI_Request req);
-// Copies the entry; false when the request was never tracked.
-bool CopyRequest(MPI_Request req, ReqInfo* out);
+// Copies the entry; false when the request was never tracked. For a shared handle, `nth`
+// skips that many of its live entries (the nth occurrence of the handle in one array).
+bool CopyRequest(MPI_Request req, ReqInfo* out, int nth = 0);
 // Removes the entry (non-persistent completion, MPI_Request_free).
 void ForgetRequest(MPI_Request req);
 // Removes or deactivates the entry only while it still describes request `id`: once a

@@ -23,6 +23,7 @@
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
 #include "pmpi_wrap/profile_report.h"
+#include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_runtime.h"
 #include "sampler/sampler.h"
@@ -468,6 +469,7 @@ void StartSampler() {
 }  // namespace
 
 void OnInit(uint64_t enter_ticks) {
+  InitSharedRequests();
   if (g_mpi_mismatch || g.initialized) return;
   g.cfg = config::Load();
   g.init_enter_ticks = enter_ticks;

@@ -68,9 +68,20 @@ class RequestSnapshot {
     infos_ = small ? inline_infos_ : Scratch().SnapshotInfo(n_);
     found_ = small ? inline_found_ : Scratch().SnapshotFound(n_);
     if (!handles_ || !infos_ || !found_) n_ = 0;
+    // A shared handle (request_table.h) occurring k times before in the array stands for its
+    // (k+1)-th live request; a library has one or two such handles.
+    MPI_Request shared[4];
+    int seen[4] = {0, 0, 0, 0}, nshared = 0;
     for (int i = 0; i < n_; ++i) {
       handles_[i] = reqs[i];
-      found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i]);
+      int nth = 0;
+      if (IsSharedRequest(reqs[i])) {
+        int k = 0;
+        while (k < nshared && shared[k] != reqs[i]) ++k;
+        if (k == nshared && nshared < 4) shared[nshared++] = reqs[i];
+        if (k < 4) nth = seen[k]++;
+      }
+      found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i], nth);
     }
   }
   int size() const { return n_; }

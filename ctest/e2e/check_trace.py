@@ -120,6 +120,14 @@ def read_trace(path):
                 coll_begin[rank] += 1
             elif name == 'MpiCollectiveEnd':
                 coll_end[rank] += 1
+    # Every nonblocking start the test programs make is completed: each must show its
+    # completion record (shared handles such as Open MPI's ompi_request_empty, which every
+    # small eager Isend returns, once lost all but one).
+    for rank, c in counts.items():
+        for start, done in (('MpiIsend', 'MpiIsendComplete'), ('MpiIrecvRequest', 'MpiIrecv'),
+                            ('NonBlockingCollectiveRequest', 'NonBlockingCollectiveComplete')):
+            if c[start] != c[done]:
+                errors.append(f'rank {rank}: {c[start]} {start} but {c[done]} {done}')
     return dict(counts=counts, enters=enters, visits=visits, sends=sends, recvs=recvs, bytes_sent=bytes_sent,
                 bytes_recv=bytes_recv, coll_begin=coll_begin, coll_end=coll_end, errors=errors,
                 total=total, coalesced=coalesced)
