@@ -1,10 +1,17 @@
 #include "pmpi_wrap/request_table.h"
 
 #include <dlfcn.h>
+#if __has_include(<valgrind/helgrind.h>)
+#include <valgrind/helgrind.h>  // happens-before marks for the removal protocol below
+#else
+#define ANNOTATE_HAPPENS_BEFORE(obj) ((void)0)
+#define ANNOTATE_HAPPENS_AFTER(obj) ((void)0)
+#endif
 
 #include <cstring>
 
 #include "pmpi_wrap/runtime.h"
+#include "pmpi_wrap/thread_state.h"
 
 namespace invmw::wrap {
 namespace {
@@ -21,6 +28,7 @@ constexpr uint64_t kBusy = ~0ull - 1;  // claimed, info being written
 struct Slot {
   std::atomic<uint64_t> key{kEmpty};
   std::atomic<uint64_t> id{0};
+  std::atomic<int32_t> thread{-1};  // slot index of the thread that started it (shared handles)
   ReqInfo info;
 };
 
@@ -29,6 +37,9 @@ bool RemoveIf(Slot& s, uint64_t key, uint64_t id) {
   uint64_t cur = s.id.load(std::memory_order_acquire);
   if (cur == 0 || (id != 0 && cur != id)) return false;
   if (!s.id.compare_exchange_strong(cur, 0, std::memory_order_acq_rel)) return false;
+  // Whatever the remover read of the entry happens before the next claim of the slot (the
+  // atomics order it; helgrind needs to be told, it does not follow C++ atomics).
+  ANNOTATE_HAPPENS_BEFORE(&s);
   uint64_t k = key;
   s.key.compare_exchange_strong(k, kTombstone, std::memory_order_acq_rel);
   return true;
@@ -84,7 +95,9 @@ void TrackRequest(MPI_Request req, const ReqInfo& info) {
     uint64_t k = s.key.load(std::memory_order_relaxed);
     if ((k == kEmpty || k == kTombstone) &&
         s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
+      ANNOTATE_HAPPENS_AFTER(&s);
       s.info = info;
+      s.thread.store(tls_state ? tls_state->index : -1, std::memory_order_relaxed);
       s.id.store(info.id, std::memory_order_release);
       s.key.store(key, std::memory_order_release);
       return;
@@ -122,13 +135,7 @@ void ForgetRequest(MPI_Request req) {
 
 namespace invmw::wrap {
 
-bool CopyRequest(MPI_Request req, ReqInfo* out, int nth) {
-  if (nth == 0) {
-    ReqInfo* r = FindRequest(req);
-    if (!r) return false;
-    *out = *r;
-    return true;
-  }
+bool CopyRequest(MPI_Request req, ReqInfo* out) {
   if (req == MPI_REQUEST_NULL) return false;
   uint64_t key = Key(req);
   size_t h = Hash(key);
@@ -136,9 +143,37 @@ bool CopyRequest(MPI_Request req, ReqInfo* out, int nth) {
     Slot& s = g_slots[(h + i) % kSlots];
     uint64_t k = s.key.load(std::memory_order_acquire);
     if (k == kEmpty) return false;
-    if (k == key && s.id.load(std::memory_order_acquire) != 0 && nth-- == 0) {
-      *out = s.info;
-      return true;
+    if (k != key) continue;
+    *out = s.info;
+    // The copy is taken before the completion call; once that returns, MPI may give the
+    // handle to another thread, whose TrackRequest reclaims the slot. That order runs
+    // through MPI's internals, which helgrind does not see: tell it.
+    ANNOTATE_HAPPENS_BEFORE(&s);
+    return true;
+  }
+  return false;
+}
+
+bool CopySharedRequest(MPI_Request req, ReqInfo* out, int nth) {
+  if (req == MPI_REQUEST_NULL) return false;
+  const int32_t me = tls_state ? tls_state->index : -1;
+  uint64_t key = Key(req);
+  size_t h = Hash(key);
+  // This thread's entries first: only this thread completes them, so none is recycled while
+  // it is copied; then anybody's (a request completed by another thread than its starter).
+  for (int pass = 0; pass < 2; ++pass) {
+    int n = nth;
+    for (int i = 0; i < kMaxProbe; ++i) {
+      Slot& s = g_slots[(h + i) % kSlots];
+      uint64_t k = s.key.load(std::memory_order_acquire);
+      if (k == kEmpty) break;
+      if (k != key || s.id.load(std::memory_order_acquire) == 0) continue;
+      if (pass == 0 && s.thread.load(std::memory_order_relaxed) != me) continue;
+      if (n-- == 0) {
+        *out = s.info;
+        ANNOTATE_HAPPENS_BEFORE(&s);  // as in CopyRequest
+        return true;
+      }
     }
   }
   return false;

@@ -45,9 +45,11 @@ void InitSharedRequests();
 void TrackRequest(MPI_Request req, const ReqInfo& info);
 // Finds the entry; nullptr when the request was never tracked.
 ReqInfo* FindRequest(MPI_Request req);
-// Copies the entry; false when the request was never tracked. For a shared handle, `nth`
-// skips that many of its live entries (the nth occurrence of the handle in one array).
-bool CopyRequest(MPI_Request req, ReqInfo* out, int nth = 0);
+// Copies the entry; false when the request was never tracked.
+bool CopyRequest(MPI_Request req, ReqInfo* out);
+// The same for a shared handle: its (nth+1)-th live entry, those the calling thread started
+// first (the nth occurrence of the handle in one array of requests).
+bool CopySharedRequest(MPI_Request req, ReqInfo* out, int nth);
 // Removes the entry (non-persistent completion, MPI_Request_free).
 void ForgetRequest(MPI_Request req);
 // Removes or deactivates the entry only while it still describes request `id`: once a

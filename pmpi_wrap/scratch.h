@@ -74,14 +74,15 @@ class RequestSnapshot {
     int seen[4] = {0, 0, 0, 0}, nshared = 0;
     for (int i = 0; i < n_; ++i) {
       handles_[i] = reqs[i];
-      int nth = 0;
       if (IsSharedRequest(reqs[i])) {
-        int k = 0;
+        int k = 0, nth = 0;
         while (k < nshared && shared[k] != reqs[i]) ++k;
         if (k == nshared && nshared < 4) shared[nshared++] = reqs[i];
         if (k < 4) nth = seen[k]++;
+        found_[i] = CopySharedRequest(reqs[i], &infos_[i], nth);
+      } else {
+        found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i]);
       }
-      found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i], nth);
     }
   }
   int size() const { return n_; }
