@@ -503,6 +503,16 @@ void OnInit(uint64_t enter_ticks) {
   char dir[4096] = {};
   if (g.rank == 0) {
     std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR;
+    // Processes started by MPI_Comm_spawn form a world of their own, with ranks from 0 again,
+    // and inherit the output directory: they get a directory of their own inside it, or their
+    // files would replace their parents'.
+    MPI_Comm parent = MPI_COMM_NULL;
+    if (PMPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent != MPI_COMM_NULL) {
+      d += "/spawned-" + std::to_string(getpid());
+      if (!g.cfg.RUNTIME_QUIET)
+        std::fprintf(stderr, "invmw: note: spawned processes (MPI_Comm_spawn) are profiled in %s\n",
+                     d.c_str());
+    }
     if (!MakeDirs(d + "/raw")) {
       Warn("cannot create the output directory " + d + " (" + std::strerror(errno) +
            "); no profile will be written");
