@@ -99,8 +99,40 @@ void SaveRawDump(uint32_t reason, int sig) {
   close(fd);
 }
 
+// Per entry of kSignals: the handler before ours is the application's own (not the MPI
+// library's, not a default): the application may handle the signal and carry on (a SIGTERM
+// handler that sets a flag, a SIGSEGV handler of a garbage collector), so invmw must too.
+bool g_old_is_app[sizeof(kSignals) / sizeof(kSignals[0])];
+
+// Decided at install time (dladdr is not async-signal-safe): a handler in an MPI library or
+// its runtime ends the process (Open MPI prints a backtrace and re-raises).
+bool IsApplicationHandler(const struct sigaction& a) {
+  void* fn = (a.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(a.sa_sigaction)
+                                       : reinterpret_cast<void*>(a.sa_handler);
+  if (!fn || fn == reinterpret_cast<void*>(SIG_DFL) || fn == reinterpret_cast<void*>(SIG_IGN))
+    return false;
+  Dl_info di{};
+  if (!dladdr(fn, &di) || !di.dli_fname) return true;
+  for (const char* lib : {"libmpi", "libopen-pal", "libopen-rte", "libpmix", "libprrte", "libmpich",
+                          "libpmi", "libucs", "libfabric", "libpsm"})
+    if (std::strstr(di.dli_fname, lib)) return false;
+  return true;
+}
+
 void OnSignal(int sig, siginfo_t* info, void* ctx) {
   int saved_errno = errno;
+  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
+    if (kSignals[i] != sig || !g_old_is_app[i]) continue;
+    // The application's handler decides; if it returns, the run goes on and so does the
+    // profile (an exit() from it is saved by the exit path, an abort() by SIGABRT's).
+    const struct sigaction& old = g_old_actions[i];
+    if (old.sa_flags & SA_SIGINFO)
+      old.sa_sigaction(sig, info, ctx);
+    else
+      old.sa_handler(sig);
+    errno = saved_errno;
+    return;
+  }
   SaveRawDump(raw::kEndSignal, sig);
   // Hand the signal to whoever had it before us (Open MPI's handlers, or the default action),
   // so the process ends exactly as it would have without invmw.
@@ -122,17 +154,22 @@ void OnSignal(int sig, siginfo_t* info, void* ctx) {
 }
 
 void InstallSignalHandlers() {
+  // An alternate stack for a crash by stack overflow, unless the application has its own.
   static char altstack[64 * 1024];
-  stack_t ss{};
-  ss.ss_sp = altstack;
-  ss.ss_size = sizeof altstack;
-  sigaltstack(&ss, nullptr);
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
+    stack_t ss{};
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, nullptr);
+  }
   for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
     struct sigaction sa {};
     sa.sa_sigaction = OnSignal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     sigaction(kSignals[i], &sa, &g_old_actions[i]);
+    g_old_is_app[i] = IsApplicationHandler(g_old_actions[i]);
     // An ignored signal stays ignored: we must not make it fatal.
     if (!(g_old_actions[i].sa_flags & SA_SIGINFO) && g_old_actions[i].sa_handler == SIG_IGN)
       sigaction(kSignals[i], &g_old_actions[i], nullptr);
