@@ -106,17 +106,23 @@ void TrackRequest(MPI_Request req, const ReqInfo& info) {
   g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
 }
 
-ReqInfo* FindRequest(MPI_Request req) {
+// The first slot holding `req`, or nullptr.
+Slot* FindSlot(MPI_Request req) {
   if (req == MPI_REQUEST_NULL) return nullptr;
   uint64_t key = Key(req);
   size_t h = Hash(key);
   for (int i = 0; i < kMaxProbe; ++i) {
     Slot& s = g_slots[(h + i) % kSlots];
     uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key) return &s.info;
+    if (k == key) return &s;
     if (k == kEmpty) return nullptr;
   }
   return nullptr;
+}
+
+ReqInfo* FindRequest(MPI_Request req) {
+  Slot* s = FindSlot(req);
+  return s ? &s->info : nullptr;
 }
 
 void ForgetRequest(MPI_Request req) {
@@ -136,22 +142,14 @@ void ForgetRequest(MPI_Request req) {
 namespace invmw::wrap {
 
 bool CopyRequest(MPI_Request req, ReqInfo* out) {
-  if (req == MPI_REQUEST_NULL) return false;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  for (int i = 0; i < kMaxProbe; ++i) {
-    Slot& s = g_slots[(h + i) % kSlots];
-    uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == kEmpty) return false;
-    if (k != key) continue;
-    *out = s.info;
-    // The copy is taken before the completion call; once that returns, MPI may give the
-    // handle to another thread, whose TrackRequest reclaims the slot. That order runs
-    // through MPI's internals, which helgrind does not see: tell it.
-    ANNOTATE_HAPPENS_BEFORE(&s);
-    return true;
-  }
-  return false;
+  Slot* s = FindSlot(req);
+  if (!s) return false;
+  *out = s->info;
+  // The copy is taken before the completion call; once that returns, MPI may give the handle
+  // to another thread, whose TrackRequest reclaims the slot. That order runs through MPI's
+  // internals, which helgrind does not see: tell it.
+  ANNOTATE_HAPPENS_BEFORE(s);
+  return true;
 }
 
 bool CopySharedRequest(MPI_Request req, ReqInfo* out, int nth) {
