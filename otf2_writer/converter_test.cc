@@ -373,3 +373,33 @@ TEST_F(ConvertedRun, CommandLineVerbs) {
 
 }  // namespace
 }  // namespace invmw::otf2
+
+namespace invmw::otf2 {
+namespace {
+
+TEST(TraceCheck, WarnsOnANonblockingStartWithoutCompletion) {
+  Trace t;
+  TraceLocation l;
+  l.rank = 0;
+  l.name = "main";
+  TraceEvent e{};
+  e.type = TraceEvent::kMpiIsend;
+  l.events.push_back(e);
+  e.type = TraceEvent::kMpiIrecvRequest;
+  l.events.push_back(e);
+  e.type = TraceEvent::kMpiIrecv;
+  l.events.push_back(e);
+  l.declared_events = l.events.size();
+  t.locations.push_back(l);
+  CheckReport r = CheckTrace(t);
+  int isend = 0, irecv = 0;
+  for (const auto& w : r.warnings) {
+    isend += w.find("rank 0: 1 MpiIsend but 0 MpiIsendComplete") != std::string::npos;
+    irecv += w.find("MpiIrecvRequest") != std::string::npos;
+  }
+  EXPECT_EQ(isend, 1);
+  EXPECT_EQ(irecv, 0);  // its receive completed
+}
+
+}  // namespace
+}  // namespace invmw::otf2

@@ -80,6 +80,23 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
       r.warnings.push_back("location \"" + l.name + "\": " + std::to_string(stack.size()) +
                            " region(s) still open at its end (the run stopped inside MPI?)");
   }
+  // A nonblocking start without its completion record: legitimate for a request freed with
+  // MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
+  for (const auto& [rank, c] : r.by_rank) {
+    auto n = [&](const char* type) {
+      auto it = c.find(type);
+      return it == c.end() ? uint64_t(0) : it->second;
+    };
+    for (const auto& [start, done] :
+         {std::pair{"MpiIsend", "MpiIsendComplete"}, std::pair{"MpiIrecvRequest", "MpiIrecv"},
+          std::pair{"NonBlockingCollectiveRequest", "NonBlockingCollectiveComplete"}}) {
+      const uint64_t started = n(start), ended = n(done);
+      if (started > ended)
+        r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(started) + " " +
+                             start + " but " + std::to_string(ended) + " " + done +
+                             " (requests freed or cancelled without completion, or left open)");
+    }
+  }
   for (const auto& u : t.unmatched_sends)
     fail.Add("unmatched sends", Where(t, u.loc, u.event) + ": send without a matching receive");
   for (const auto& u : t.unmatched_recvs)
