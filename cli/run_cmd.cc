@@ -229,29 +229,32 @@ int Run(int argc, char** argv) {
   }
   lib = Absolute(lib);
 
-  // The experiment directory: --out, else INVMW_OUTPUT_DIR from --env or the environment (the
-  // ranks must write where this command looks), else a new name.
-  for (const auto& e : env)
-    if (e.rfind("INVMW_OUTPUT_DIR=", 0) == 0) {
-      const std::string v = e.substr(17);
-      if (!out.empty() && Absolute(out) != Absolute(v))
-        return Fail("--out " + out + " and --env " + e + " name different directories");
+  // A variable as the ranks will see it: the last --env (*given set), else the environment.
+  auto setting = [&](const std::string& name, bool* given = nullptr) {
+    std::string v;
+    if (const char* ev = std::getenv(name.c_str())) v = ev;
+    for (const auto& e : env)
+      if (e.rfind(name + "=", 0) == 0) {
+        v = e.substr(name.size() + 1);
+        if (given) *given = true;
+      }
+    return v;
+  };
+  // The experiment directory: --out, else INVMW_OUTPUT_DIR (the ranks must write where this
+  // command looks), else a new name. --out wins over the environment, not over --env.
+  bool dir_given = false;
+  if (const std::string v = setting("INVMW_OUTPUT_DIR", &dir_given); !v.empty()) {
+    if (out.empty())
       out = v;
-    }
-  if (const char* v = std::getenv("INVMW_OUTPUT_DIR"); out.empty() && v && *v) out = v;
+    else if (dir_given && Absolute(out) != Absolute(v))
+      return Fail("--out " + out + " and --env INVMW_OUTPUT_DIR=" + v +
+                  " name different directories");
+  }
   if (out.empty()) out = DefaultRunDirName();
   out = Absolute(out);
-  // INVMW_PROFILE_ENABLE=0 (from --env or the environment): the ranks write no profile on
-  // purpose, so none is built here either.
+  // INVMW_PROFILE_ENABLE=0: the ranks write no profile on purpose, so none is built here.
   bool profile_enabled = true;
-  {
-    std::string v;
-    if (const char* ev = std::getenv("INVMW_PROFILE_ENABLE")) v = ev;
-    for (const auto& e : env)
-      if (e.rfind("INVMW_PROFILE_ENABLE=", 0) == 0) v = e.substr(21);
-    bool b;
-    if (!v.empty() && config::ParseBool(v, &b)) profile_enabled = b;
-  }
+  if (bool b; config::ParseBool(setting("INVMW_PROFILE_ENABLE"), &b)) profile_enabled = b;
   struct stat st;
   if (stat((out + "/profile.json").c_str(), &st) == 0)
     return Fail(out + " already holds a profile; choose another --out");

@@ -60,6 +60,15 @@ bool ParseInt(const std::string& in, int64_t* out) {
   return true;
 }
 
+bool ParsePort(const std::string& s, int* port) {
+  int64_t v = -1;
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || !ParseInt(s, &v) ||
+      v > 65535)
+    return false;
+  *port = int(v);
+  return true;
+}
+
 bool ParseSize(const std::string& in, uint64_t* out) {
   std::string s = Trim(in);
   if (s.empty() || s[0] == '-') return false;

@@ -55,6 +55,8 @@ bool ParseBool(const std::string& s, bool* out);
 bool ParseInt(const std::string& s, int64_t* out);
 bool ParseSize(const std::string& s, uint64_t* out);
 bool ParseDuration(const std::string& s, double* seconds);
+// A UDP/TCP port: digits only, 0..65535 (getaddrinfo would wrap 99999 to 34463).
+bool ParsePort(const std::string& s, int* port);
 std::vector<std::string> ParseList(const std::string& s);
 
 }  // namespace invmw::config

@@ -62,5 +62,15 @@ TEST(Config, DurationAndSizeRejectGarbage) {
   EXPECT_EQ(s, 1ull << 30);
 }
 
+TEST(Config, Ports) {
+  int p = -1;
+  EXPECT_TRUE(ParsePort("47800", &p));
+  EXPECT_EQ(p, 47800);
+  EXPECT_TRUE(ParsePort("0", &p));
+  EXPECT_EQ(p, 0);
+  for (const char* bad : {"", "99999", "65536", "-1", "12a", " 80", "+80"})
+    EXPECT_FALSE(ParsePort(bad, &p)) << bad;
+}
+
 }  // namespace
 }  // namespace invmw::config

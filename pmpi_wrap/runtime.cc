@@ -75,7 +75,6 @@ void WriteAll(int fd, const char* p, size_t n) {
   }
 }
 
-// Saves the raw dump once (whichever end comes first wins). Async-signal-safe.
 // Set in a child the application forked (system(), popen(), fork()): it is not a rank, so it
 // records nothing and writes nothing (its exit would overwrite the rank's files), and it must
 // not wait for threads fork did not copy (the trace writer, the sampler).
@@ -87,6 +86,7 @@ void OnForkChild() {
   SetRecording(false);
 }
 
+// Saves the raw dump once (whichever end comes first wins). Async-signal-safe.
 void SaveRawDump(uint32_t reason, int sig) {
   if (!g.initialized || g.finalized || !g_dump_buf || g_forked_child) return;
   if (g_dumped.exchange(true)) return;
@@ -454,18 +454,22 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
   return sizeof(raw::RankHeader) + size_t(n) * sizeof(raw::FuncRecord);
 }
 
-void WarnOnce(const std::string& msg) {
+namespace {
+// True the first time `msg` is given (warnings and notes are said once per process).
+bool FirstTime(const std::string& msg) {
   static std::mutex mu;
   static std::set<std::string> seen;
   std::lock_guard<std::mutex> lock(mu);
-  if (seen.insert(msg).second) Warn(msg);
+  return seen.insert(msg).second;
+}
+}  // namespace
+
+void WarnOnce(const std::string& msg) {
+  if (FirstTime(msg)) Warn(msg);
 }
 
 void NoteOnce(const std::string& msg) {
-  static std::mutex mu;
-  static std::set<std::string> seen;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!g.cfg.RUNTIME_QUIET && g.rank <= 0 && seen.insert(msg).second)
+  if (!g.cfg.RUNTIME_QUIET && g.rank <= 0 && FirstTime(msg))
     std::fprintf(stderr, "invmw: note: %s\n", msg.c_str());
 }
 
@@ -506,8 +510,8 @@ void StartSampler() {
 }  // namespace
 
 void OnInit(uint64_t enter_ticks) {
-  InitSharedRequests();
   if (g_mpi_mismatch || g.initialized) return;
+  InitSharedRequests();
   g.cfg = config::Load();
   g.init_enter_ticks = enter_ticks;
   g_init_anchor = clock::TakeAnchor();

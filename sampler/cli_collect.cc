@@ -61,14 +61,8 @@ int Collect(int argc, char** argv) {
     return cli::Fail("collect: --listen " + listen + ": expected ADDR:PORT");
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  {
-    // getaddrinfo takes 99999 and wraps it to 34463: check the number first.
-    const std::string p = listen.substr(colon + 1);
-    int64_t port = -1;
-    if (p.find_first_not_of("0123456789") != std::string::npos || !config::ParseInt(p, &port) ||
-        port < 0 || port > 65535)
-      return cli::Fail("collect: --listen " + listen + ": the port must be a number 0..65535");
-  }
+  if (int port; !config::ParsePort(listen.substr(colon + 1), &port))
+    return cli::Fail("collect: --listen " + listen + ": the port must be a number 0..65535");
   // The directory is made before listening: data received must not be lost at the end.
   {
     std::error_code ec;

@@ -75,10 +75,7 @@ class Streamer {
     }
     std::string h = target.substr(0, colon);
     if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-    const std::string port = target.substr(colon + 1);
-    int64_t pn = -1;
-    if (port.find_first_not_of("0123456789") != std::string::npos ||
-        !config::ParseInt(port, &pn) || pn < 1 || pn > 65535) {
+    if (int port; !config::ParsePort(target.substr(colon + 1), &port) || port == 0) {
       *error = "INVMW_SAMPLER_STREAM=" + target + ": the port must be a number 1..65535";
       return false;
     }
