@@ -233,7 +233,11 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
       throw PlatformError(where("burst") + "'burst' of " + std::to_string(p.burst_bytes) +
                           " bytes does not exceed the loopback MTU (" + std::to_string(p.mtu) +
                           " bytes): the token bucket would never pass a full packet");
-    std::string queue = str("queue", false, "50ms");
+    // Deep enough that the bucket never drops: a dropped packet costs TCP a retransmission
+    // timeout (200 ms at least), which no link parameter describes. With 50 ms, three opal-mini
+    // servers on 10 Mbit/s lost ~1000 packets a run and retransmitted 10% of their segments
+    // (docs/platforms.md).
+    std::string queue = str("queue", false, "2s");
     if (!ParseDurationUs(queue, &p.queue_us) || p.queue_us < 1000)
       throw PlatformError(where("queue") + "'queue' is '" + queue +
                           "'; expected a duration of at least 1ms (s, ms or us)");

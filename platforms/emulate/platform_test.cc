@@ -252,7 +252,7 @@ TEST(Netns, TbfCommandCarriesRateBurstAndQueue) {
   for (const auto& a : tc) line += a + " ";
   EXPECT_EQ(line,
             "tc -n invmw-1-2 qdisc add dev lo root tbf rate 10000000bit burst 81920 latency "
-            "50000us ");
+            "2000000us ");
   p.rate_bps = 0;
   EXPECT_TRUE(TbfCommand("invmw-1-2", p).empty());
 }

@@ -214,6 +214,53 @@ def test_tcp_rate(args):
     check(t <= 1.5 * ideal, f"and not much more ({t / ideal:.1%})")
 
 
+# Receiver of N concurrent connections, or one sender of N bytes (no single quotes: it goes
+# inside sh -c '...').
+CONCURRENT = r"""
+import socket, sys, threading
+mode, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if mode == "recv":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(8); open(sys.argv[4], "w").close()
+    def drain(c):
+        while c.recv(1 << 16):
+            pass
+    ts = [threading.Thread(target=drain, args=(s.accept()[0],)) for _ in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print("drained", n)
+else:
+    c = socket.create_connection(("127.0.0.1", port)); c.sendall(b"x" * n); c.close()
+"""
+
+
+def test_no_loss(args):
+    """Three senders at once on 10 Mbit/s: the bucket's queue holds what TCP puts in flight, so
+    nothing is dropped and no segment waits for a retransmission timeout."""
+    need(netns=True)
+    platform = args.loss_platform
+    flag = f"/tmp/invmw-emutest-{os.getpid()}.listening"
+    slot = f"{args.invmw} platform slot --"
+    py = f"{sys.executable} -c '{CONCURRENT}'"
+    script = (
+        f"INVMW_EMULATE_RANK=0 {slot} {py} recv 5556 3 {flag} & "
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; rm -f {flag}; "
+        + "".join(f"INVMW_EMULATE_RANK={r} {slot} {py} send 5556 300000 & " for r in (1, 2, 3))
+        + "wait; tc -s qdisc show dev lo; cat /proc/net/snmp")
+    rc, out = run_exec(args, platform, ["sh", "-c", script], ranks=4)
+    check(rc == 0 and "drained 3" in out, f"three transfers arrived on {platform} (rc {rc})")
+    dropped = re.search(r"dropped (\d+)", out)
+    tcp = [line.split()[1:] for line in out.splitlines() if line.startswith("Tcp:")]
+    retrans = int(tcp[1][tcp[0].index("RetransSegs")]) if len(tcp) == 2 else -1
+    out_segs = int(tcp[1][tcp[0].index("OutSegs")]) if len(tcp) == 2 else -1
+    print(f"3 x 300 kB at once on {platform}: dropped {dropped.group(1) if dropped else '?'}, "
+          f"retransmitted {retrans} of {out_segs} segments")
+    check(dropped is not None and int(dropped.group(1)) == 0, "the token bucket dropped nothing")
+    check(0 <= retrans <= max(3, out_segs // 100), "at most 1% of the segments retransmitted")
+
+
 def test_mpi_rate(args):
     need(netns=True)
     for platform, rate in [("emu-4x50-100mbit", 100e6), ("emu-4x50-10mbit", 10e6)]:
@@ -347,7 +394,9 @@ def main():
     ap.add_argument("--invmw", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("test", choices=["quota", "scaling", "tcp_rate", "cleanup", "pinning",
-                                     "mpi_rate", "pingpong", "no_leftovers"])
+                                     "mpi_rate", "pingpong", "no_leftovers", "no_loss"])
+    ap.add_argument("--loss-platform", default="emu-4x50-10mbit",
+                    help="platform (name or file) of no_loss, e.g. one with queue = \"50ms\"")
     args = ap.parse_args()
     t0 = time.monotonic()
     globals()["test_" + args.test](args)
