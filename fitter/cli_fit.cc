@@ -147,7 +147,7 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
               r.converged ? "converged" : "did NOT converge", r.iterations,
               r.solver_message.c_str());
   std::printf("residual standard deviation %s (%s)\n\n", Fmt(r.sigma, 0).c_str(),
-              o.weighting == "relative" ? "relative" : "s");
+              o.weighting == "absolute" ? "s" : "relative");
   std::printf("%-10s %-7s %11s %11s %11s %11s %8s  %s\n", "PARAMETER", "UNIT", "ESTIMATE",
               "STD.ERROR", "CI.LOW", "CI.HIGH", "REL.SE%", "NOTE");
   for (const auto& p : r.params) {
@@ -226,7 +226,9 @@ int RunFit(int argc, char** argv) {
       .Option("--platform", "NAME", &run_platform,
               "only runs on this run platform (needed when the design ran on several)")
       .Option("--data", "FILE", &data_path, "CSV: header of factor and response column names")
-      .Option("--weighting", "W", &weighting, "relative (default) or absolute residuals")
+      .Option("--weighting", "W", &weighting,
+              "relative (default: error / measured value), total (a component's error / the run's "
+              "measured total) or absolute")
       .Option("--loss", "L", &loss, "robust loss: none (default), huber, cauchy")
       .Option("--loss-scale", "X", &loss_scale, "where the robust loss bends (default 0.1)")
       .Option("--starts", "N", &starts, "number of starts (extra ones sampled inside bounds)")
@@ -245,7 +247,8 @@ int RunFit(int argc, char** argv) {
               "copy [measures] and [kernels] of this table into the written one")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables (for --base-table)")
       .Epilog(
-          "Examples:\n  invmw fit --model opal --design opal-full --platform local --out local.toml\n"
+          "Examples:\n  invmw fit --model opal --design opal-full --platform local --out "
+          "local.toml\n"
           "  invmw fit --model opal --data runs.csv --json > fit.json   # input of `invmw plot`\n"
           "  invmw fit --model opal --design opal-full --derive s=10 \\\n"
           "      --derive 'nt=if(rc > 0, 4/3*3.14159265*rc^3*0.0334, 1e9)'  # rows record rc\n");

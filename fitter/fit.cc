@@ -206,6 +206,12 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
                           std::to_string(factors[f].default_value));
     }
   }
+  int total = -1;
+  for (size_t r = 0; r < rs.size(); ++r)
+    if (rs[r].is_total) total = static_cast<int>(r);
+  const int total_col = total >= 0 ? data.Column(rs[total].column) : -1;
+  if (opts.weighting == "total" && total < 0)
+    throw FitError("model " + model.name() + " has no total; use --weighting relative");
   c.factors.assign(data.rows.size(), std::vector<double>(factors.size(), 0.0));
   for (size_t i = 0; i < data.rows.size(); ++i) {
     for (size_t f = 0; f < factors.size(); ++f) {
@@ -220,7 +226,18 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
       double y = data.rows[i][data.Column(rs[r].column)];
       if (std::isnan(y)) continue;
       double w = 1;
-      if (opts.weighting == "relative") {
+      if (opts.weighting == "total" && !rs[r].is_total) {
+        // A component's error in units of its run's measured total: a millisecond off counts the
+        // same in every component of a run, so components of a few percent of the run (whose
+        // measurements are mostly noise) cannot outweigh the ones that make up its time.
+        double t = total_col >= 0 ? data.rows[i][total_col] : kNaN;
+        if (!(t > 0)) {
+          throw FitError(data.RowOrigin(i) + ": column '" + rs[total].column + "' is " +
+                         (std::isnan(t) ? std::string("missing") : std::to_string(t)) +
+                         "; total weighting needs the run's positive measured total");
+        }
+        w = 1 / t;
+      } else if (opts.weighting == "relative" || opts.weighting == "total") {
         if (!(y > 0)) {
           throw FitError(data.RowOrigin(i) + ": column '" + rs[r].column + "' is " +
                          std::to_string(y) + "; relative-error weighting needs positive " +
@@ -307,8 +324,9 @@ bool FitOptions::IsValid(std::string* error) const {
     if (error) *error = m;
     return false;
   };
-  if (weighting != "absolute" && weighting != "relative")
-    return fail("weighting: must be \"absolute\" or \"relative\", got \"" + weighting + "\"");
+  if (weighting != "absolute" && weighting != "relative" && weighting != "total")
+    return fail("weighting: must be \"absolute\", \"relative\" or \"total\", got \"" + weighting +
+                "\"");
   if (loss != "none" && loss != "huber" && loss != "cauchy")
     return fail("loss: must be \"none\", \"huber\" or \"cauchy\", got \"" + loss + "\"");
   if (!(loss_scale > 0)) return fail("loss_scale: must be > 0");

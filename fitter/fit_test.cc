@@ -218,6 +218,43 @@ TEST(Fit, InconsistentInputsAreErrors) {
   EXPECT_THROW(Fit(m, d, o), FitError);
 }
 
+// A component that is a few percent of each run and mostly noise (here t_sync measured at a
+// twentieth of its value in every other row, as quota stalls land in another component) drags a
+// relative-error fit away from the runs' time; measured against each run's total it cannot.
+TEST(Fit, TotalWeightingKeepsANoisySmallComponentFromOutweighingTheTotal) {
+  Model m = Builtin("opal");
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.0, 1);
+  const int sync = d.Column("t_sync");
+  for (size_t i = 0; i < d.rows.size(); i += 2) d.rows[i][sync] *= 0.05;
+  auto wall_mape = [&](const std::string& weighting) {
+    FitOptions o;
+    o.weighting = weighting;
+    o.cross_validate = false;
+    FitResult r = Fit(m, d, o);
+    EXPECT_TRUE(r.converged) << weighting << ": " << r.solver_message;
+    for (const auto& s : r.responses)
+      if (s.name == "t_opal") return s.mape;
+    ADD_FAILURE() << "no t_opal row";
+    return 0.0;
+  };
+  double relative = wall_mape("relative"), total = wall_mape("total");
+  std::printf("t_opal MAPE: relative %.2f%%, total %.2f%%\n", relative, total);
+  EXPECT_LT(total, 0.3);
+  EXPECT_GT(relative, 3 * total);
+  // The total's own column is needed in every row.
+  DataTable no_total = d;
+  no_total.rows[5][no_total.Column("t_wall")] = std::nan("");
+  FitOptions o;
+  o.weighting = "total";
+  try {
+    Fit(m, no_total, o);
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("t_wall"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Fit, SeveralStartsNeedBounds) {
   Model m = Model::Parse(R"(
 name = "line"
