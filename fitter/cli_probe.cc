@@ -71,6 +71,7 @@ std::string Capture(const std::vector<std::string>& argv) {
 int RunProbe(int argc, char** argv) {
   bool done = false, force = false, quiet = false;
   std::string name, title, out, emu, launcher = INVMW_FIT_MPI_LAUNCHER, probes_dir, raw, tables_dir;
+  std::vector<std::string> from_raw;
   std::string sizes = "0,8,64,512,4096,32768,262144,1048576", pp_reps = "200", bar_reps = "1000",
               replications = "3", bar_ranks = "2", n = "2000", rc = "10", k_reps = "3", pp_max_time,
               k_min_time = "0.25";
@@ -105,12 +106,18 @@ int RunProbe(int argc, char** argv) {
       .Option("--launcher", "CMD", &launcher, "MPI launcher (default: the build's mpirun)")
       .Option("--probes", "DIR", &probes_dir, "directory of the probe binaries (default: invmw's)")
       .Option("--raw", "FILE", &raw, "also keep the probes' JSON lines in FILE")
+      .Repeated("--from-raw", "FILE", &from_raw,
+                "probe nothing: pool the replications of earlier runs' --raw files into the "
+                "table (repeatable; --platform then only names where they ran)")
       .Option("--tables", "DIR", &tables_dir, "tables directory for the default --out")
       .Flag("--quiet", &quiet, "do not print the commands as they run")
       .Epilog(
           "Examples:\n  invmw platform probe --name mynode --out mynode.toml\n"
           "  invmw platform probe --name emu-100mbit --platform emu-4x50-100mbit --out e.toml\n"
-          "  invmw platform compare mynode e.toml fast-cops\n\n"
+          "  invmw platform compare mynode e.toml fast-cops\n"
+          "  invmw platform probe --name n --replications 1 --raw r1.jsonl --out r1.toml  # x3\n"
+          "  invmw platform probe --name n --from-raw r1.jsonl --from-raw r2.jsonl \\\n"
+          "      --from-raw r3.jsonl --out n.toml      # rounds spread over time, pooled\n\n"
           "MPI runs as root need OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.\n");
   if (int rc_ = args.Parse(argc, argv, &done); rc_ || done) return rc_;
   if (name.empty()) return Fail("platform probe: --name is required");
@@ -143,6 +150,56 @@ int RunProbe(int argc, char** argv) {
   if (out.empty()) out = PlatformTablesDir(tables_dir) + "/" + name + ".toml";
   if (!force && access(out.c_str(), F_OK) == 0)
     return Fail("platform probe: " + out + " exists (use --force to overwrite it)");
+
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  ProbeContext c;
+  c.name = name;
+  c.title = title;
+  c.where =
+      emu.empty() ? std::string("host ") + host : "emulated platform " + emu + " on host " + host;
+  // Writes the table of the pooled samples; `all` is their JSON lines, for --raw.
+  auto write = [&](const ProbeSamples& samples, const std::string& all) {
+    if (!raw.empty()) {
+      std::ofstream r(raw);
+      r << all;
+      if (!r) return Fail(raw + ": cannot write");
+    }
+    char date[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    c.date = date;
+    PlatformTable t = EstimatePlatform(samples, c);
+    std::ofstream os(out);
+    os << "# Measured by `invmw platform probe`; see docs/fitter.md.\n" << FormatPlatformTable(t);
+    if (!os) return Fail(out + ": cannot write platform table");
+    std::printf("wrote %s\n", out.c_str());
+    for (const auto& v : t.parameters) {
+      std::printf("  %-3s %12.5g %-5s", v.name.c_str(), v.value, v.unit.c_str());
+      if (v.std_error >= 0) std::printf(" +- %.2g", v.std_error);
+      std::printf("\n");
+    }
+    return 0;
+  };
+  if (!from_raw.empty()) {
+    try {
+      ProbeSamples samples;
+      std::string all, names;
+      for (const std::string& f : from_raw) {
+        std::ifstream in(f);
+        if (!in) return Fail("platform probe: --from-raw " + f + ": cannot read");
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ParseProbeLines(text, f, &samples);
+        all += text;
+        names += (names.empty() ? "" : ", ") + f.substr(f.find_last_of('/') + 1);
+      }
+      for (const char* probe : {"pingpong", "barrier", "kernels"})
+        c.commands[probe] = "pooled from " + names;
+      return write(samples, all);
+    } catch (const std::exception& e) {
+      return Fail(std::string("platform probe: ") + e.what());
+    }
+  }
 
   std::string bin = probes_dir.empty() ? invmw::cli::ExecutableDir() : probes_dir;
   for (const char* p : {"probe-pingpong", "probe-barrier", "probe-kernels"}) {
@@ -197,7 +254,6 @@ int RunProbe(int argc, char** argv) {
   try {
     ProbeSamples samples;
     std::string all;
-    ProbeContext c;
     for (const char* probe : {"pingpong", "barrier", "kernels"}) {
       if (!quiet) std::fprintf(stderr, "invmw: probe: %s\n", Joined(cmds[probe]).c_str());
       std::string text = Capture(cmds[probe]);
@@ -209,32 +265,7 @@ int RunProbe(int argc, char** argv) {
         for (size_t at; (at = shown.find(dir)) != std::string::npos;) shown.erase(at, dir.size());
       c.commands[probe] = shown;
     }
-    if (!raw.empty()) {
-      std::ofstream r(raw);
-      r << all;
-      if (!r) return Fail(raw + ": cannot write");
-    }
-    char host[256] = "unknown";
-    gethostname(host, sizeof host - 1);
-    char date[32];
-    std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    c.name = name;
-    c.title = title;
-    c.where =
-        emu.empty() ? std::string("host ") + host : "emulated platform " + emu + " on host " + host;
-    c.date = date;
-    PlatformTable t = EstimatePlatform(samples, c);
-    std::ofstream os(out);
-    os << "# Measured by `invmw platform probe`; see docs/fitter.md.\n" << FormatPlatformTable(t);
-    if (!os) return Fail(out + ": cannot write platform table");
-    std::printf("wrote %s\n", out.c_str());
-    for (const auto& v : t.parameters) {
-      std::printf("  %-3s %12.5g %-5s", v.name.c_str(), v.value, v.unit.c_str());
-      if (v.std_error >= 0) std::printf(" +- %.2g", v.std_error);
-      std::printf("\n");
-    }
-    return 0;
+    return write(samples, all);
   } catch (const std::exception& e) {
     return Fail(std::string("platform probe: ") + e.what());
   }

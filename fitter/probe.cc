@@ -55,6 +55,10 @@ std::string Spread(const Summary& s) {
 }  // namespace
 
 void ParseProbeLines(const std::string& text, const std::string& source, ProbeSamples* out) {
+  // Replications of an earlier text keep their numbers; this text's come after them.
+  int first_replication = 0;
+  for (const auto& p : out->pingpong)
+    first_replication = std::max(first_replication, p.replication + 1);
   std::istringstream in(text);
   std::string line;
   int lineno = 0;
@@ -68,8 +72,9 @@ void ParseProbeLines(const std::string& text, const std::string& source, ProbeSa
       throw ProbeError(where + ": not a probe record (expected a JSON object with \"probe\")");
     std::string probe = j["probe"];
     if (probe == "pingpong") {
-      out->pingpong.push_back({Number(j, "bytes", where), Number(j, "mean_s", where),
-                               static_cast<int>(Number(j, "replication", where))});
+      out->pingpong.push_back(
+          {Number(j, "bytes", where), Number(j, "mean_s", where),
+           first_replication + static_cast<int>(Number(j, "replication", where))});
     } else if (probe == "barrier") {
       out->barrier.push_back(Number(j, "mean_s", where));
       out->barrier_ranks = static_cast<int>(Number(j, "ranks", where));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -85,6 +86,25 @@ TEST(Probe, EstimatesEveryParameterWithSpreadAndSource) {
   EXPECT_EQ(back.parameters.size(), 6u);
   EXPECT_EQ(back.kernels.size(), 3u);
   EXPECT_NEAR(back.Parameter("a1")->value, a1->value, 1e-6 * a1->value);
+}
+
+// Separate probe runs (the pipeline's rounds, each from its own --raw file) pool into one table
+// whose replications are all of theirs.
+TEST(Probe, RunsPoolTheirReplications) {
+  ProbeSamples s;
+  ParseProbeLines(ProbeText(500, 2e-6, 5e-6, 1), "round1.jsonl", &s);
+  ParseProbeLines(ProbeText(500, 2e-6, 5e-6, 2), "round2.jsonl", &s);
+  ASSERT_EQ(s.pingpong.size(), 36u);
+  int highest = 0;
+  for (const auto& p : s.pingpong) highest = std::max(highest, p.replication);
+  EXPECT_EQ(highest, 5);
+  EXPECT_EQ(s.barrier.size(), 6u);
+  EXPECT_EQ(s.kernels["pair_energy"].size(), 6u);
+  PlatformTable t = EstimatePlatform(s, Context());
+  EXPECT_NE(t.Parameter("a1")->source.find("x 6 replications"), std::string::npos)
+      << t.Parameter("a1")->source;
+  EXPECT_NE(t.Parameter("b5")->source.find("6 replications"), std::string::npos);
+  EXPECT_NEAR(t.Parameter("a1")->value, 500, 15);
 }
 
 std::string ErrorOf(const std::string& text) {
