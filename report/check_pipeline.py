@@ -2,6 +2,9 @@
 """CTest report.pipeline_quick: runs scripts/pipeline.sh --quick into a temporary directory and
 checks the artefacts and the prediction-error tables.
 
+- The measurements ran in one interleaved schedule (schedule.txt lists every run of the database
+  and both platforms' probe rounds, spread over its two halves); each probed table pools its
+  rounds.
 - Every artefact exists; the HTML report shows the fit's own numbers (each fitted parameter's
   row with its estimate and standard error as fit.json has them) and every predicted platform.
 - Every validation (validation/*.json) is recomputed here from the results database rows alone:
@@ -116,6 +119,27 @@ def main():
                   "validation/01-emu-4x50-100mbit.json", "plots/measured-vs-predicted.svg",
                   "plots/breakdown.svg", "plots/predict.svg", "report.html"]:
             assert os.path.isfile(os.path.join(out, f)), "missing artefact " + f
+        # One interleaved schedule: every run in the database is in it once, both platforms'
+        # probe rounds and runs are spread over it (each in both halves), and each platform's
+        # table pools its rounds.
+        sched = [line.split() for line in open(os.path.join(out, "schedule.txt"))]
+        runs_db = sqlite3.connect(os.path.join(out, "results.db")).execute(
+            "SELECT design, platform, point, replication FROM runs").fetchall()
+        runs_sched = [(d, p, int(k), int(r)) for kind, d, p, k, r in
+                      (x for x in sched if x[0] == "run")]
+        assert sorted(runs_sched) == sorted(runs_db), "schedule.txt and the runs table differ"
+        half = len(sched) // 2
+        for plat in ["emu-4x50-shm", "emu-4x50-100mbit"]:
+            probes = [x for x in sched if x[0] == "probe" and x[1] == plat]
+            assert len(probes) == 2, f"{plat}: expected 2 probe rounds, got {probes}"
+            for part in (sched[:half], sched[half:]):
+                assert any(x[0] == "run" and x[2] == plat for x in part), \
+                    f"{plat}: runs not spread over the schedule"
+                assert any(x[0] == "probe" and x[1] == plat for x in part), \
+                    f"{plat}: probe rounds not spread over the schedule"
+            table = open(os.path.join(out, "tables", plat + ".toml")).read()
+            assert "x 2 replications" in table and "pooled from %s-r1.jsonl, %s-r2.jsonl" % (
+                plat, plat) in table, f"{plat}: table does not pool its two rounds"
         html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
         fit = json.load(open(os.path.join(out, "fit.json")))
         assert fit["parameters"], "fit.json has no parameters"

@@ -11,7 +11,9 @@
 # --quick: small designs, one target platform (100 Mbit/s) and no reverse direction: under
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
 # (TCP, 1 Gbit/s, 100 Mbit/s, 10 Mbit/s, another CPU share) and the reverse direction
-# (calibrate on the 10 Mbit/s network, predict shared memory).
+# (calibrate on the 10 Mbit/s network, predict shared memory). The probe rounds and the runs of
+# every platform are interleaved in time, so that the machine's drifting speed does not turn
+# into a difference between platforms.
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
 # results database, so runs never mix with build/experiments/results.db. BUILD_DIR picks the
 # build tree (default ./build). Emulated platforms need root (cgroups, network namespaces).
@@ -21,7 +23,7 @@ build=${BUILD_DIR:-$here/build}
 invmw=$build/bin/invmw
 quick=0
 out=
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -45,7 +47,8 @@ paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
 # period, messages well above the 80 KiB token-bucket burst, means over replications. The
 # ping-pong's time budget per size keeps the 10 Mbit/s platform's probe short.
-probe_opts=(--replications 3 --sizes 0,1024,65536,262144,1048576 --pingpong-reps 50
+probe_rounds=3
+probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 50
             --pingpong-max-time 0.5 --barrier-reps 200 --n 3000 --kernel-reps 3)
 if [[ $quick -eq 1 ]]; then
   ref=emu-4x50-shm
@@ -55,7 +58,8 @@ if [[ $quick -eq 1 ]]; then
   reverse=
   heat=(200000 500 50)
   breakdown_where=(--where n=2000 --where u=1)
-  probe_opts=(--replications 2 --sizes 0,1024,65536,262144,1048576 --pingpong-reps 20
+  probe_rounds=2
+  probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 20
               --pingpong-max-time 0.3 --barrier-reps 100 --n 3000 --kernel-reps 2)
 else
   ref=emu-4x50-shm
@@ -69,38 +73,90 @@ fi
 t0=$(date +%s)
 step() { printf '\n== [%3ds] %s\n' $(($(date +%s) - t0)) "$*"; }
 
-# Runs a design on a platform into the pipeline's database. Exit status 1 means some run failed:
-# the fit and the validation use the successful ones, so go on, but say so.
-run_design() {  # design platform log
-  local rc=0
-  "$invmw" experiment run --no-progress --db "$db" --runs-dir "$out/runs" \
-    --platform "$2" "$designs/$1.toml" > "$3" 2>&1 || rc=$?
-  tail -1 "$3"
-  if [[ $rc -gt 1 ]]; then
-    echo "pipeline: design $1 could not run on $2 (status $rc; see $3)" >&2
-    exit 1
-  elif [[ $rc -eq 1 ]]; then
-    echo "pipeline: warning: some runs of $1 on $2 failed (see $3):" >&2
-    grep -i 'failed' "$3" | grep -v '0 failed' | head -5 >&2
-  fi
+# Every measurement (probe rounds and experiment runs, on every platform) goes into one schedule
+# that spreads each platform's share evenly over the whole time: this machine's speed drifts by
+# 10-40% over minutes (other virtual machines on the host), and measured in blocks one platform
+# after another the drift became a difference between platforms, which the transfer rule then
+# carried into the predictions (docs/report.md). Interleaved, the calibration, each platform's
+# probes and each validation see the same mix of fast and slow moments. The schedule only orders
+# when things are measured: the predictions still use nothing but the reference's calibration
+# runs and each target's probes.
+#
+# A stream is a sequence of measurements of one kind on one platform; item i of a stream of
+# length L goes at position (i + 0.5) / L, and the schedule is all items sorted by position.
+schedule=$out/schedule.txt
+: > "$schedule.unsorted"
+add_probe_stream() {  # platform
+  local r
+  for ((r = 1; r <= probe_rounds; r++)); do
+    echo "$r $probe_rounds probe $1 $r" >> "$schedule.unsorted"
+  done
 }
-
-probe() {  # platform
+add_run_stream() {  # design platform: the runner's own randomized order of the design's runs
+  "$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
+    awk -v d="$1" -v p="$2" '$1 == "point" && $3 == "rep" {
+        sub(":", "", $4); k[++n] = $2 " " $4 }
+      END { for (i = 1; i <= n; i++) print i, n, "run", d, p, k[i] }' >> "$schedule.unsorted"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "pipeline: design $1 cannot run on $2" >&2; exit 1; }
+}
+# Runs the schedule; a failed run is a warning (the fit and the validation use the successful
+# ones), a design that cannot run at all stops the pipeline.
+run_schedule() {
+  awk '{ printf "%.6f %s\n", ($1 - 0.5) / $2, $0 }' "$schedule.unsorted" | sort -s -k1,1n |
+    cut -d' ' -f4- > "$schedule"
+  rm -f "$schedule.unsorted"
+  local total done=0 failed=0 rc kind a b c d
+  total=$(wc -l < "$schedule")
+  # The schedule comes in on fd 3: mpirun reads standard input, which would swallow it.
+  while read -r kind a b c d <&3; do
+    rc=0
+    if [[ $kind == probe ]]; then  # platform round
+      mkdir -p "$out/tables/rounds"
+      "$invmw" platform probe --quiet --force --name "probed-$a" --platform "$a" \
+        "${probe_opts[@]}" --replications 1 --out "$out/tables/rounds/$a-r$b.toml" \
+        --raw "$out/tables/rounds/$a-r$b.jsonl" > "$out/tables/rounds/$a-r$b.txt" 2>&1 || rc=$?
+      [[ $rc -eq 0 ]] || { echo "pipeline: probe of $a failed (see $out/tables/rounds/$a-r$b.txt)" >&2
+                           exit 1; }
+    else  # design platform point replication
+      "$invmw" experiment run --no-progress --db "$db" --runs-dir "$out/runs" --platform "$b" \
+        --point "$c" --replication "$d" "$designs/$a.toml" \
+        >> "$out/experiment-$a-$b.log" 2>&1 || rc=$?
+      if [[ $rc -gt 1 ]]; then
+        echo "pipeline: design $a could not run on $b (status $rc; see $out/experiment-$a-$b.log)" >&2
+        exit 1
+      elif [[ $rc -eq 1 ]]; then
+        failed=$((failed + 1))
+        echo "pipeline: warning: run $c/$d of $a on $b failed (see $out/experiment-$a-$b.log)" >&2
+      fi
+    fi
+    done=$((done + 1))
+    if (( done % 20 == 0 || done == total )); then
+      printf '  %3d of %d measurements done (%ds)\n' "$done" "$total" $(($(date +%s) - t0))
+    fi
+  done 3< "$schedule"
+  [[ $failed -eq 0 ]] || echo "pipeline: warning: $failed runs failed; the fits and validations use the others" >&2
+}
+# A platform's table from its probe rounds, pooled.
+pool_probes() {  # platform
+  local r raw=()
+  for ((r = 1; r <= probe_rounds; r++)); do raw+=(--from-raw "$out/tables/rounds/$1-r$r.jsonl"); done
   "$invmw" platform probe --quiet --force --name "probed-$1" --title "$1 (probed)" \
-    --platform "$1" "${probe_opts[@]}" --out "$out/tables/$1.toml" \
-    --raw "$out/tables/$1-probes.jsonl" > "$out/tables/$1-probe.txt"
-  sed 's/^/  /' "$out/tables/$1-probe.txt" | tail -n +2 | tr '\n' ' '
-  echo
+    --platform "$1" "${raw[@]}" --out "$out/tables/$1.toml" --raw "$out/tables/$1-probes.jsonl" \
+    > "$out/tables/$1-probe.txt"
+  printf '  %-18s' "$1"
+  tail -n +2 "$out/tables/$1-probe.txt" | awk '{ printf " %s %s", $1, $2 } END { print "" }'
 }
 
 # Calibrates the opal model on the runs of the calibration design on a platform, and writes the
-# fitted table with that platform's probed kernel times (for the transfer rule).
+# fitted table with that platform's probed kernel times (for the transfer rule). Components are
+# weighted against their run's total (docs/fitter.md): on quota platforms the small ones are
+# mostly noise and would otherwise pull the fit away from the run times.
 calibrate() {  # platform fit-name
-  local rc=0
-  "$invmw" fit --model opal --design "$calibration" --platform "$1" --db "$db" --json \
+  local rc=0 fit=("$invmw" fit --model opal --weighting total)
+  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" --json \
     > "$out/$2.json" || rc=$?
   [[ $rc -le 1 ]] || { echo "pipeline: fit on $1 failed (see $out/$2.json)" >&2; exit 1; }
-  "$invmw" fit --model opal --design "$calibration" --platform "$1" --db "$db" --no-cv \
+  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" --no-cv \
     --base-table "$out/tables/$1.toml" --out "$out/tables/$2.toml" \
     --platform-name "$2" > "$out/$2.txt" || true
   [[ $rc -eq 0 ]] || echo "pipeline: warning: the fit on $1 did not converge (see $out/$2.txt)"
@@ -125,26 +181,30 @@ step "profile and trace: heat1d on 2 ranks"
 "$invmw" analyze "$out/profile" > "$out/profile/analysis.txt"
 cp "$out/profile/profile.txt" "$out/profile-summary.txt"
 
-step "probe the reference platform $ref"
-probe "$ref"
+platforms=("$ref" "${targets[@]}")
+step "measurements, interleaved in time: $probe_rounds probe rounds on each of ${platforms[*]};" \
+  "$calibration on $ref${reverse:+ and $reverse}; $validation on every platform"
+for p in "${platforms[@]}"; do add_probe_stream "$p"; done
+add_run_stream "$calibration" "$ref"
+for p in "${platforms[@]}"; do add_run_stream "$validation" "$p"; done
+[[ -z $reverse ]] || add_run_stream "$calibration" "$reverse"
+run_schedule
+for f in "$out"/experiment-*.log; do
+  awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED|: failed/ { bad++ }
+    END { printf "  %-50s %d ok, %d failed\n", f, ok, bad }' "$f"
+done
 
-step "calibration design $calibration on $ref"
-run_design "$calibration" "$ref" "$out/experiment-$calibration-$ref.log"
+step "platform tables: each platform's probe rounds pooled"
+for p in "${platforms[@]}"; do pool_probes "$p"; done
 
 step "fit of the opal model on $ref"
 calibrate "$ref" calibrated
 cp "$out/calibrated.json" "$out/fit.json"  # the report's and the plots' fit
 
-step "validation design $validation on $ref (held-out points)"
-run_design "$validation" "$ref" "$out/experiment-$validation-$ref.log"
-echo "  prediction errors (median/worst |error| per response):"
+step "prediction errors (median/worst |error| per response)"
 validate "00-$ref-holdout" "$ref held-out (calibrated)" "$ref" "$out/tables/calibrated.toml"
-
 i=1
 for t in "${targets[@]}"; do
-  step "target $t: probe, run $validation, validate the transferred prediction"
-  probe "$t"
-  run_design "$validation" "$t" "$out/experiment-$validation-$t.log"
   validate "$(printf '%02d' $i)-$t" "$t from $ref" "$t" "$out/tables/$t.toml" \
     "$out/tables/calibrated.toml"
   i=$((i + 1))
@@ -152,8 +212,6 @@ done
 
 if [[ -n $reverse ]]; then
   step "reverse direction: calibrate on $reverse, predict $ref"
-  [[ -f $out/tables/$reverse.toml ]] || probe "$reverse"
-  run_design "$calibration" "$reverse" "$out/experiment-$calibration-$reverse.log"
   calibrate "$reverse" "calibrated-$reverse"
   validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
     "$out/tables/$ref.toml" "$out/tables/calibrated-$reverse.toml"
@@ -161,7 +219,7 @@ fi
 
 step "probe this machine (platform table local)"
 "$invmw" platform probe --quiet --force --name local --title "this machine (probed)" \
-  "${probe_opts[@]}" --out "$out/tables/local.toml" --raw "$out/tables/local-probes.jsonl" \
+  "${probe_opts[@]}" --replications "$probe_rounds" --out "$out/tables/local.toml" --raw "$out/tables/local-probes.jsonl" \
   > "$out/tables/local-probe.txt"
 
 step "predict the source documents' platforms and the probed and calibrated ones"
