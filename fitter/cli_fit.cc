@@ -68,11 +68,12 @@ std::vector<Unmodelled> UnmodelledResponses(const Model& m, const DataTable& d) 
   return out;
 }
 
-nlohmann::json ToJson(const Model& m, const DataTable& d, const FitResult& r) {
+nlohmann::json ToJson(const Model& m, const DataTable& d, const FitOptions& o, const FitResult& r) {
   nlohmann::json j;
   j["model"] = m.name();
   j["model_file"] = m.source();
   j["data"] = d.source;
+  j["weighting"] = o.weighting;
   j["converged"] = r.converged;
   j["solver_message"] = r.solver_message;
   j["iterations"] = r.iterations;
@@ -147,7 +148,9 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
               r.converged ? "converged" : "did NOT converge", r.iterations,
               r.solver_message.c_str());
   std::printf("residual standard deviation %s (%s)\n\n", Fmt(r.sigma, 0).c_str(),
-              o.weighting == "absolute" ? "s" : "relative");
+              o.weighting == "absolute" ? "s"
+              : o.weighting == "total"  ? "relative; components as a fraction of their run's total"
+                                        : "relative");
   std::printf("%-10s %-7s %11s %11s %11s %11s %8s  %s\n", "PARAMETER", "UNIT", "ESTIMATE",
               "STD.ERROR", "CI.LOW", "CI.HIGH", "REL.SE%", "NOTE");
   for (const auto& p : r.params) {
@@ -293,7 +296,7 @@ int RunFit(int argc, char** argv) {
     AddDerivedColumns(&d, derives);
     FitResult r = Fit(m, d, o);
     if (json) {
-      std::printf("%s\n", ToJson(m, d, r).dump(2).c_str());
+      std::printf("%s\n", ToJson(m, d, o, r).dump(2).c_str());
     } else {
       PrintText(m, d, o, r);
     }

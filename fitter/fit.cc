@@ -212,6 +212,9 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
   const int total_col = total >= 0 ? data.Column(rs[total].column) : -1;
   if (opts.weighting == "total" && total < 0)
     throw FitError("model " + model.name() + " has no total; use --weighting relative");
+  if (opts.weighting == "total" && total_col < 0)
+    throw FitError(data.source + ": no column '" + rs[total].column + "' (the model's total), " +
+                   "which --weighting total divides each component's error by");
   c.factors.assign(data.rows.size(), std::vector<double>(factors.size(), 0.0));
   for (size_t i = 0; i < data.rows.size(); ++i) {
     for (size_t f = 0; f < factors.size(); ++f) {
@@ -507,7 +510,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
       Solve(c, &x, use);
       std::vector<double> v = Unscale(c, x);
       for (const Observation& ob : c.obs) {
-        if (!same_point(ob.row)) continue;
+        if (!same_point(ob.row) || ob.y == 0) continue;
         size_t k =
             std::find(c.responses.begin(), c.responses.end(), ob.response) - c.responses.begin();
         cv_ape[k].push_back(std::fabs(Predict(c, ob.response, i, v) - ob.y) / std::fabs(ob.y) *
@@ -524,7 +527,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
   ResponseStats overall;
   overall.name = overall.column = "all";
   double all_ape_sum = 0, all_cv_sum = 0;
-  size_t all_cv_n = 0;
+  size_t all_cv_n = 0, all_ape_n = 0;
   for (size_t k = 0; k < c.responses.size(); ++k) {
     int r = c.responses[k];
     ResponseStats st;
@@ -539,14 +542,18 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
     if (pts.empty()) continue;
     mean /= pts.size();
     double ss_res = 0, ss_tot = 0;
+    size_t ape_n = 0;  // percentage errors of measured zeros (absolute or total weighting) are not
     for (const auto* p : pts) {
       ss_res += p->residual * p->residual;
       ss_tot += (p->measured - mean) * (p->measured - mean);
+      if (p->measured == 0) continue;
       st.mape += p->ape;
       st.max_ape = std::max(st.max_ape, p->ape);
+      ++ape_n;
     }
     all_ape_sum += st.mape;
-    st.mape /= pts.size();
+    all_ape_n += ape_n;
+    st.mape = ape_n ? st.mape / ape_n : kNaN;
     st.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : kNaN;
     if (!cv_ape[k].empty()) {
       st.cv_mape = std::accumulate(cv_ape[k].begin(), cv_ape[k].end(), 0.0) / cv_ape[k].size();
@@ -559,7 +566,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
     overall.max_ape = std::max(overall.max_ape, st.max_ape);
     res.responses.push_back(st);
   }
-  overall.mape = overall.points ? all_ape_sum / overall.points : kNaN;
+  overall.mape = all_ape_n ? all_ape_sum / all_ape_n : kNaN;
   overall.r2 = kNaN;
   if (all_cv_n) overall.cv_mape = all_cv_sum / all_cv_n;
   if (res.responses.size() > 1) res.responses.push_back(overall);

@@ -11,8 +11,9 @@
 //
 // Contract: Fit() throws FitError for inputs that do not match (a factor the model needs is not
 // in the data and has no default, no response column present, a non-positive measurement with
-// relative weighting, multi-start without bounds). Solver trouble is reported in the result
-// (converged = false, warnings), never thrown.
+// relative weighting, with total weighting a model without a total or a row without a positive
+// measured total, multi-start without bounds). Percentage errors leave out measured zeros. Solver
+// trouble is reported in the result (converged = false, warnings), never thrown.
 #pragma once
 
 #include <map>
@@ -33,6 +34,8 @@ struct FitOptions {
   // "absolute": residual = predicted - measured (seconds).
   // "relative": residual = (predicted - measured) / measured, so every point counts alike
   // whatever its magnitude (timings span orders of magnitude across a design).
+  // "total": the total as "relative"; a component's residual = (predicted - measured) / the
+  // run's measured total, so small, noisy components cannot outweigh the run time.
   std::string weighting = "relative";
   std::string loss = "none";  // "none", "huber" or "cauchy"
   double loss_scale = 0.1;    // where the robust loss starts to bend, in residual units

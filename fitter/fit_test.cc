@@ -253,6 +253,29 @@ TEST(Fit, TotalWeightingKeepsANoisySmallComponentFromOutweighingTheTotal) {
     EXPECT_NE(std::string(e.what()).find("t_wall"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
   }
+  // Without the total's column at all, one error says so.
+  DataTable no_column = d;
+  const int wall = no_column.Column("t_wall");
+  no_column.columns.erase(no_column.columns.begin() + wall);
+  for (auto& row : no_column.rows) row.erase(row.begin() + wall);
+  try {
+    Fit(m, no_column, o);
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("no column 't_wall' (the model's total)"),
+              std::string::npos)
+        << e.what();
+  }
+  // A component measured as zero is fitted; percentage errors leave it out instead of
+  // turning every mean into NaN.
+  DataTable zero = d;
+  zero.rows[0][sync] = 0;
+  o.cross_validate = true;
+  FitResult r = Fit(m, zero, o);
+  for (const auto& st : r.responses) {
+    EXPECT_TRUE(std::isfinite(st.mape)) << st.name;
+    EXPECT_TRUE(std::isfinite(st.cv_mape)) << st.name;
+  }
 }
 
 TEST(Fit, SeveralStartsNeedBounds) {
