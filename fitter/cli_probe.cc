@@ -1,9 +1,11 @@
 // `invmw platform probe`: measures a machine's (or an emulated platform's) model parameters with
 // the microbenchmarks of platforms/probes and writes them as a platform table (fitter/probe.h
 // says how each value is estimated).
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,8 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/paths.h"
@@ -68,6 +72,30 @@ std::string Capture(const std::vector<std::string>& argv) {
   return out;
 }
 
+int PingPongReplications(const ProbeSamples& s) {
+  int n = 0;
+  for (const auto& p : s.pingpong) n = std::max(n, p.replication + 1);
+  return n;
+}
+
+// The probe records of `text` with `offset` added to their replication numbers, so that pooled
+// --raw output pools again as it did the first time; other lines unchanged.
+std::string RenumberReplications(const std::string& text, int offset) {
+  if (offset == 0) return text;
+  std::istringstream in(text);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("replication") &&
+        j["replication"].is_number_integer()) {
+      j["replication"] = j["replication"].get<int>() + offset;
+      line = j.dump();
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 int RunProbe(int argc, char** argv) {
   bool done = false, force = false, quiet = false;
   std::string name, title, out, emu, launcher = INVMW_FIT_MPI_LAUNCHER, probes_dir, raw, tables_dir;
@@ -108,7 +136,8 @@ int RunProbe(int argc, char** argv) {
       .Option("--raw", "FILE", &raw, "also keep the probes' JSON lines in FILE")
       .Repeated("--from-raw", "FILE", &from_raw,
                 "probe nothing: pool the replications of earlier runs' --raw files into the "
-                "table (repeatable; --platform then only names where they ran)")
+                "table (repeatable; --platform then only names where they ran, and the "
+                "measurement options are not used)")
       .Option("--tables", "DIR", &tables_dir, "tables directory for the default --out")
       .Flag("--quiet", &quiet, "do not print the commands as they run")
       .Epilog(
@@ -186,11 +215,35 @@ int RunProbe(int argc, char** argv) {
       ProbeSamples samples;
       std::string all, names;
       for (const std::string& f : from_raw) {
+        struct stat st;
+        if (stat(f.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+          return Fail("platform probe: --from-raw " + f + ": is a directory, not a --raw file");
         std::ifstream in(f);
-        if (!in) return Fail("platform probe: --from-raw " + f + ": cannot read");
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::string text;
+        if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (!in || in.bad()) return Fail("platform probe: --from-raw " + f + ": cannot read");
+        ProbeSamples one;
+        ParseProbeLines(text, f, &one);
+        if (one.pingpong.empty() && one.barrier.empty() && one.kernels.empty())
+          return Fail("platform probe: --from-raw " + f +
+                      ": no probe records (expected the JSON lines of platform probe --raw)");
+        // Pooling runs of other settings would average different things.
+        if (!samples.barrier.empty() && !one.barrier.empty() &&
+            one.barrier_ranks != samples.barrier_ranks)
+          return Fail("platform probe: --from-raw " + f + ": its barrier ran on " +
+                      std::to_string(one.barrier_ranks) + " ranks, an earlier file's on " +
+                      std::to_string(samples.barrier_ranks));
+        for (const auto& [k, units] : one.kernel_units) {
+          auto it = samples.kernel_units.find(k);
+          if (it != samples.kernel_units.end() && it->second != units)
+            return Fail("platform probe: --from-raw " + f + ": kernel " + k + " ran on " +
+                        std::to_string(static_cast<long long>(units)) +
+                        " units per call, an earlier file's on " +
+                        std::to_string(static_cast<long long>(it->second)) +
+                        " (another --n or --rc)");
+        }
+        all += RenumberReplications(text, PingPongReplications(samples));
         ParseProbeLines(text, f, &samples);
-        all += text;
         names += (names.empty() ? "" : ", ") + f.substr(f.find_last_of('/') + 1);
       }
       for (const char* probe : {"pingpong", "barrier", "kernels"})

@@ -6,6 +6,7 @@ valid SVG/PNG, and a probe of this machine must write a table `invmw platform sh
 import argparse
 import json
 import os
+import re
 import shlex
 import sqlite3
 import subprocess
@@ -164,6 +165,35 @@ def test_probe(a, tmp):
     check(all(vals.get(k, 1) < 1e-3 for k in ('a2', 'a3', 'a4')), 'a2..a4 below 1 ms per unit')
     e = run([a.invmw, 'platform', 'probe', '--name', 'ctest-node', '--out', out], expect=2).stderr
     check('exists (use --force' in e, 'an existing table is not overwritten')
+
+    # Rounds probed separately pool into one table (--from-raw), and the pooled --raw pools again
+    # to the same table; files of other settings or without records are refused.
+    quick = ['--replications', '1', '--pingpong-reps', '10', '--barrier-reps', '50', '--sizes',
+             '0,4096,65536', '--quiet', '--force']
+    raws = []
+    for r, n in (('r1', '600'), ('r2', '600'), ('other', '500')):
+        raws.append(os.path.join(tmp, r + '.jsonl'))
+        run([a.invmw, 'platform', 'probe', '--name', r, '--out', os.path.join(tmp, r + '.toml'),
+             '--raw', raws[-1], '--n', n] + quick)
+    pooled, again = os.path.join(tmp, 'pooled.toml'), os.path.join(tmp, 'again.toml')
+    run([a.invmw, 'platform', 'probe', '--name', 'pooled', '--out', pooled, '--from-raw', raws[0],
+         '--from-raw', raws[1], '--raw', os.path.join(tmp, 'pooled.jsonl')])
+    text = open(pooled).read()
+    check('x 2 replications' in text and 'pooled from r1.jsonl, r2.jsonl' in text,
+          'the pooled table has both rounds as replications')
+    run([a.invmw, 'platform', 'probe', '--name', 'pooled', '--out', again, '--from-raw',
+         os.path.join(tmp, 'pooled.jsonl')])
+    values = lambda f: re.findall(r'value = ([0-9.e+-]+)', open(f).read())
+    check(values(pooled) == values(again) and 'x 2 replications' in open(again).read(),
+          'the pooled --raw file pools again to the same values and replications')
+    e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
+             '--from-raw', raws[0], '--from-raw', raws[2]], expect=2).stderr
+    check('other.jsonl' in e and 'another --n or --rc' in e, 'files of another --n are refused: ' + e)
+    empty = os.path.join(tmp, 'empty.jsonl')
+    open(empty, 'w').write('launcher chatter only\n')
+    e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
+             '--from-raw', empty], expect=2).stderr
+    check('empty.jsonl: no probe records' in e, 'a file without records is named: ' + e)
 
 
 def test_derive(a, tmp):
