@@ -82,64 +82,86 @@ step() { printf '\n== [%3ds] %s\n' $(($(date +%s) - t0)) "$*"; }
 # when things are measured: the predictions still use nothing but the reference's calibration
 # runs and each target's probes.
 #
-# A stream is a sequence of measurements of one kind on one platform; item i of a stream of
-# length L goes at position (i + 0.5) / L, and the schedule is all items sorted by position.
+# A stream is a sequence of measurements of one kind on one platform. Item i (i = 0..L-1) of
+# stream j (j = 0..S-1) of length L goes at position (i + (j + 0.5) / S) / L, and the schedule
+# is all items sorted by position: each stream is spread evenly over the whole time, and streams
+# of equal length take turns instead of always running in the same order at the same moments.
 schedule=$out/schedule.txt
+streams=0
 : > "$schedule.unsorted"
 add_probe_stream() {  # platform
   local r
   for ((r = 1; r <= probe_rounds; r++)); do
-    echo "$r $probe_rounds probe $1 $r" >> "$schedule.unsorted"
+    echo "$((r - 1)) $probe_rounds $streams probe $1 $r" >> "$schedule.unsorted"
   done
+  streams=$((streams + 1))
 }
 add_run_stream() {  # design platform: the runner's own randomized order of the design's runs
-  "$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
-    awk -v d="$1" -v p="$2" '$1 == "point" && $3 == "rep" {
-        sub(":", "", $4); k[++n] = $2 " " $4 }
-      END { for (i = 1; i <= n; i++) print i, n, "run", d, p, k[i] }' >> "$schedule.unsorted"
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "pipeline: design $1 cannot run on $2" >&2; exit 1; }
+  : > "$out/experiment-$1-$2.log"
+  if ! "$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
+    awk -v d="$1" -v p="$2" -v j="$streams" '$1 == "point" && $3 == "rep" {
+        sub(":", "", $4); k[n++] = $2 " " $4 }
+      END { for (i = 0; i < n; i++) print i, n, j, "run", d, p, k[i] }' \
+      >> "$schedule.unsorted"; then
+    echo "pipeline: design $1 cannot run on $2 (see the error above)" >&2
+    exit 1
+  fi
+  streams=$((streams + 1))
 }
-# Runs the schedule; a failed run is a warning (the fit and the validation use the successful
-# ones), a design that cannot run at all stops the pipeline.
+# Runs the schedule. A failed run or probe round is a warning (the fits, tables and validations
+# use the others); a design that cannot run at all stops the pipeline, an interrupt too.
 run_schedule() {
-  awk '{ printf "%.6f %s\n", ($1 - 0.5) / $2, $0 }' "$schedule.unsorted" | sort -s -k1,1n |
-    cut -d' ' -f4- > "$schedule"
+  awk -v S="$streams" '{ printf "%.9f %s\n", ($1 + ($3 + 0.5) / S) / $2, $0 }' \
+    "$schedule.unsorted" | LC_ALL=C sort -s -k1,1n | cut -d' ' -f5- > "$schedule"
   rm -f "$schedule.unsorted"
-  local total done=0 failed=0 rc kind a b c d
+  local total done=0 failed=0 rc kind a b c d log
   total=$(wc -l < "$schedule")
+  mkdir -p "$out/tables/rounds"
   # The schedule comes in on fd 3: mpirun reads standard input, which would swallow it.
   while read -r kind a b c d <&3; do
     rc=0
     if [[ $kind == probe ]]; then  # platform round
-      mkdir -p "$out/tables/rounds"
+      log=$out/tables/rounds/$a-r$b.txt
       "$invmw" platform probe --quiet --force --name "probed-$a" --platform "$a" \
         "${probe_opts[@]}" --replications 1 --out "$out/tables/rounds/$a-r$b.toml" \
-        --raw "$out/tables/rounds/$a-r$b.jsonl" > "$out/tables/rounds/$a-r$b.txt" 2>&1 || rc=$?
-      [[ $rc -eq 0 ]] || { echo "pipeline: probe of $a failed (see $out/tables/rounds/$a-r$b.txt)" >&2
-                           exit 1; }
+        --raw "$out/tables/rounds/$a-r$b.jsonl" > "$log" 2>&1 || rc=$?
+      if [[ $rc -ne 0 ]]; then
+        rm -f "$out/tables/rounds/$a-r$b.jsonl"
+        [[ $rc -lt 128 ]] || exit "$rc"
+        failed=$((failed + 1))
+        echo "pipeline: warning: probe round $b on $a failed (see $log)" >&2
+      fi
     else  # design platform point replication
+      log=$out/experiment-$a-$b.log
       "$invmw" experiment run --no-progress --db "$db" --runs-dir "$out/runs" --platform "$b" \
-        --point "$c" --replication "$d" "$designs/$a.toml" \
-        >> "$out/experiment-$a-$b.log" 2>&1 || rc=$?
-      if [[ $rc -gt 1 ]]; then
-        echo "pipeline: design $a could not run on $b (status $rc; see $out/experiment-$a-$b.log)" >&2
+        --point "$c" --replication "$d" "$designs/$a.toml" >> "$log" 2>&1 || rc=$?
+      if [[ $rc -ge 128 ]]; then
+        exit "$rc"
+      elif [[ $rc -gt 1 ]]; then
+        echo "pipeline: design $a could not run on $b (status $rc; see $log)" >&2
         exit 1
       elif [[ $rc -eq 1 ]]; then
         failed=$((failed + 1))
-        echo "pipeline: warning: run $c/$d of $a on $b failed (see $out/experiment-$a-$b.log)" >&2
+        echo "pipeline: warning: point $c rep $d of $a on $b failed (see $log)" >&2
       fi
     fi
     done=$((done + 1))
-    if (( done % 20 == 0 || done == total )); then
+    if ((done % 20 == 0 || done == total)); then
       printf '  %3d of %d measurements done (%ds)\n' "$done" "$total" $(($(date +%s) - t0))
     fi
   done 3< "$schedule"
-  [[ $failed -eq 0 ]] || echo "pipeline: warning: $failed runs failed; the fits and validations use the others" >&2
+  [[ $failed -eq 0 ]] ||
+    echo "pipeline: warning: $failed measurements failed; the tables, fits and validations" \
+      "use the others" >&2
 }
 # A platform's table from its probe rounds, pooled.
 pool_probes() {  # platform
   local r raw=()
-  for ((r = 1; r <= probe_rounds; r++)); do raw+=(--from-raw "$out/tables/rounds/$1-r$r.jsonl"); done
+  for ((r = 1; r <= probe_rounds; r++)); do
+    local f=$out/tables/rounds/$1-r$r.jsonl
+    [[ ! -f $f ]] || raw+=(--from-raw "$f")
+  done
+  [[ ${#raw[@]} -gt 0 ]] || { echo "pipeline: every probe round on $1 failed" >&2; exit 1; }
   "$invmw" platform probe --quiet --force --name "probed-$1" --title "$1 (probed)" \
     --platform "$1" "${raw[@]}" --out "$out/tables/$1.toml" --raw "$out/tables/$1-probes.jsonl" \
     > "$out/tables/$1-probe.txt"
@@ -182,6 +204,7 @@ step "profile and trace: heat1d on 2 ranks"
 cp "$out/profile/profile.txt" "$out/profile-summary.txt"
 
 platforms=("$ref" "${targets[@]}")
+[[ -z $reverse || " ${platforms[*]} " == *" $reverse "* ]] || platforms+=("$reverse")
 step "measurements, interleaved in time: $probe_rounds probe rounds on each of ${platforms[*]};" \
   "$calibration on $ref${reverse:+ and $reverse}; $validation on every platform"
 for p in "${platforms[@]}"; do add_probe_stream "$p"; done
@@ -219,7 +242,8 @@ fi
 
 step "probe this machine (platform table local)"
 "$invmw" platform probe --quiet --force --name local --title "this machine (probed)" \
-  "${probe_opts[@]}" --replications "$probe_rounds" --out "$out/tables/local.toml" --raw "$out/tables/local-probes.jsonl" \
+  "${probe_opts[@]}" --replications "$probe_rounds" --out "$out/tables/local.toml" \
+  --raw "$out/tables/local-probes.jsonl" \
   > "$out/tables/local-probe.txt"
 
 step "predict the source documents' platforms and the probed and calibrated ones"

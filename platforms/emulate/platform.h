@@ -16,7 +16,8 @@
 //   network = "tcp"         # "shm", "tcp" or "host" (local: the machine's own)
 //   rate = "100mbit"        # tcp only; absent: unlimited loopback
 //   burst = "80kb"          # token bucket depth, must exceed the loopback MTU
-//   queue = "2s"            # longest a packet may wait in the bucket's queue (no drops)
+//   queue = "2s"            # longest a packet may wait in the bucket's queue (no drops
+//                           # while less than rate x 2 s is in flight)
 //   caveat = "..."          # required with a rate: the shared-medium caveat
 //   yield_when_idle = false # MPI yields while polling (default false: measured worse)
 #pragma once

@@ -246,7 +246,8 @@ def test_no_loss(args):
     py = f"{sys.executable} -c '{CONCURRENT}'"
     script = (
         f"INVMW_EMULATE_RANK=0 {slot} {py} recv 5556 3 {flag} & "
-        f"while [ ! -e {flag} ]; do sleep 0.02; done; rm -f {flag}; "
+        f"i=0; while [ ! -e {flag} ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; "
+        f"rm -f {flag}; "
         + "".join(f"INVMW_EMULATE_RANK={r} {slot} {py} send 5556 300000 & " for r in (1, 2, 3))
         + "wait; tc -s qdisc show dev lo; cat /proc/net/snmp")
     rc, out = run_exec(args, platform, ["sh", "-c", script], ranks=4)
