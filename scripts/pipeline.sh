@@ -6,12 +6,14 @@
 # the prediction errors from the results database; predict the source documents' platforms;
 # draw the plots and write the HTML report.
 #
-#   scripts/pipeline.sh [--quick] [--out DIR]
+#   scripts/pipeline.sh [--quick] [--replications K] [--out DIR]
 #
 # --quick: small designs, one target platform (100 Mbit/s) and no reverse direction: under
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
 # (TCP, 1 Gbit/s, 100 Mbit/s, 10 Mbit/s, another CPU share) and the reverse direction
-# (calibrate on the 10 Mbit/s network, predict shared memory). The probe rounds and the runs of
+# (calibrate on the 10 Mbit/s network, predict shared memory). --replications K runs every
+# calibration and validation point K times (default: the designs' own, 1 and 2; K = 4 is the
+# benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
 # every platform are interleaved in time, so that the machine's drifting speed does not turn
 # into a difference between platforms.
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
@@ -22,11 +24,16 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 invmw=$build/bin/invmw
 quick=0
+replications=
 out=
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
+    --replications)
+      [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] ||
+        { echo "pipeline: --replications needs a positive whole number" >&2; exit 2; }
+      replications=$2; shift 2 ;;
     --out) [[ $# -ge 2 ]] || { echo "pipeline: --out needs a directory" >&2; exit 2; }
            out=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -41,7 +48,16 @@ out=${out:-$PWD/invmw-pipeline-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$out"/plots "$out"/tables "$out"/validation
 out=$(cd "$out" && pwd)
 db=$out/results.db
-designs=$here/experiments/designs
+# The designs as they run, kept with the results (with --replications, changed to K).
+designs=$out/designs
+mkdir -p "$designs"
+for f in "$here"/experiments/designs/{pipeline,validation}-*.toml; do
+  if [[ -n $replications ]]; then
+    sed "s/^replications = .*/replications = $replications/" "$f" > "$designs/$(basename "$f")"
+  else
+    cp "$f" "$designs/"
+  fi
+done
 paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
