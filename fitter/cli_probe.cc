@@ -72,12 +72,6 @@ std::string Capture(const std::vector<std::string>& argv) {
   return out;
 }
 
-int PingPongReplications(const ProbeSamples& s) {
-  int n = 0;
-  for (const auto& p : s.pingpong) n = std::max(n, p.replication + 1);
-  return n;
-}
-
 // The probe records of `text` with `offset` added to their replication numbers, so that pooled
 // --raw output pools again as it did the first time; other lines unchanged.
 std::string RenumberReplications(const std::string& text, int offset) {
@@ -222,28 +216,33 @@ int RunProbe(int argc, char** argv) {
         std::string text;
         if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         if (!in || in.bad()) return Fail("platform probe: --from-raw " + f + ": cannot read");
-        ProbeSamples one;
-        ParseProbeLines(text, f, &one);
-        if (one.pingpong.empty() && one.barrier.empty() && one.kernels.empty())
+        // What the earlier files gave, to see what this one adds and whether it matches.
+        const ProbeSamples before = samples;
+        all += RenumberReplications(text, PingPongReplications(samples));
+        ParseProbeLines(text, f, &samples);
+        size_t kernel_records = 0, kernel_records_before = 0;
+        for (const auto& [k, v] : samples.kernels) kernel_records += v.size();
+        for (const auto& [k, v] : before.kernels) kernel_records_before += v.size();
+        if (samples.pingpong.size() == before.pingpong.size() &&
+            samples.barrier.size() == before.barrier.size() &&
+            kernel_records == kernel_records_before)
           return Fail("platform probe: --from-raw " + f +
                       ": no probe records (expected the JSON lines of platform probe --raw)");
         // Pooling runs of other settings would average different things.
-        if (!samples.barrier.empty() && !one.barrier.empty() &&
-            one.barrier_ranks != samples.barrier_ranks)
+        if (!before.barrier.empty() && samples.barrier.size() > before.barrier.size() &&
+            samples.barrier_ranks != before.barrier_ranks)
           return Fail("platform probe: --from-raw " + f + ": its barrier ran on " +
-                      std::to_string(one.barrier_ranks) + " ranks, an earlier file's on " +
-                      std::to_string(samples.barrier_ranks));
-        for (const auto& [k, units] : one.kernel_units) {
-          auto it = samples.kernel_units.find(k);
-          if (it != samples.kernel_units.end() && it->second != units)
+                      std::to_string(samples.barrier_ranks) + " ranks, an earlier file's on " +
+                      std::to_string(before.barrier_ranks));
+        for (const auto& [k, units] : samples.kernel_units) {
+          auto it = before.kernel_units.find(k);
+          if (it != before.kernel_units.end() && it->second != units)
             return Fail("platform probe: --from-raw " + f + ": kernel " + k + " ran on " +
                         std::to_string(static_cast<long long>(units)) +
                         " units per call, an earlier file's on " +
                         std::to_string(static_cast<long long>(it->second)) +
                         " (another --n or --rc)");
         }
-        all += RenumberReplications(text, PingPongReplications(samples));
-        ParseProbeLines(text, f, &samples);
         names += (names.empty() ? "" : ", ") + f.substr(f.find_last_of('/') + 1);
       }
       for (const char* probe : {"pingpong", "barrier", "kernels"})

@@ -542,7 +542,8 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
     if (pts.empty()) continue;
     mean /= pts.size();
     double ss_res = 0, ss_tot = 0;
-    size_t ape_n = 0;  // percentage errors of measured zeros (absolute or total weighting) are not
+    // Measured zeros (possible with absolute or total weighting) have no percentage error.
+    size_t ape_n = 0;
     for (const auto* p : pts) {
       ss_res += p->residual * p->residual;
       ss_tot += (p->measured - mean) * (p->measured - mean);

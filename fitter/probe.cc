@@ -54,11 +54,15 @@ std::string Spread(const Summary& s) {
 
 }  // namespace
 
+int PingPongReplications(const ProbeSamples& s) {
+  int n = 0;
+  for (const auto& p : s.pingpong) n = std::max(n, p.replication + 1);
+  return n;
+}
+
 void ParseProbeLines(const std::string& text, const std::string& source, ProbeSamples* out) {
   // Replications of an earlier text keep their numbers; this text's come after them.
-  int first_replication = 0;
-  for (const auto& p : out->pingpong)
-    first_replication = std::max(first_replication, p.replication + 1);
+  const int first_replication = PingPongReplications(*out);
   std::istringstream in(text);
   std::string line;
   int lineno = 0;
@@ -140,8 +144,7 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   o.fixed["b1"] = sizes.front() == 0 ? lat.mean : 0;
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
-  int replications = 0;
-  for (const auto& p : s.pingpong) replications = std::max(replications, p.replication + 1);
+  const int replications = PingPongReplications(s);
   std::string b1_text =
       sizes.front() == 0 ? "probe-pingpong: mean half round trip of 0-byte messages, " + Spread(lat)
                          : std::string("probe-pingpong measured no 0-byte message: b1 = 0");

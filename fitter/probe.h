@@ -43,6 +43,9 @@ struct ProbeSamples {
   std::map<std::string, double> kernel_units;          // units per call, for the record
 };
 
+// How many ping-pong replications `samples` holds (the highest number + 1).
+int PingPongReplications(const ProbeSamples& samples);
+
 // Adds the records of `text` (one JSON object per line) to *samples. Ping-pong replications are
 // numbered after those already in *samples, so the texts of separate probe runs pool.
 void ParseProbeLines(const std::string& text, const std::string& source, ProbeSamples* samples);

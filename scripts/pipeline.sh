@@ -229,7 +229,7 @@ for p in "${platforms[@]}"; do add_run_stream "$validation" "$p"; done
 [[ -z $reverse ]] || add_run_stream "$calibration" "$reverse"
 run_schedule
 for f in "$out"/experiment-*.log; do
-  awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED|: failed/ { bad++ }
+  awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED/ { bad++ }
     END { printf "  %-50s %d ok, %d failed\n", f, ok, bad }' "$f"
 done
 
