@@ -23,6 +23,10 @@
 //    barrier. t_sync = sync_op + the barrier waiting t_par_comp does not explain (sync_wait -
 //    min(sync_wait, t_par_comp)), as opal-mini's timers count it; t_idle = t_wall - (t_par_comp
 //    + t_seq_comp + t_comm + t_sync), at least 0. The client's raw waiting is reported as t_wait.
+// 6. Structure. The rule is refused (an error saying what is missing), not bent, when the run
+//    lacks it: servers that exchange point-to-point messages with each other, a server message
+//    to the client that answers no request after the first, a request that arrives before the
+//    previous reply left, or a parallel computation longer than the client's window.
 #include <algorithm>
 #include <stdexcept>
 
@@ -62,6 +66,22 @@ OpalBreakdown AnalyzeOpal(const Analysis& a) {
   if (servers.empty()) throw std::runtime_error("opal responses: the trace has no server ranks");
   o.p = int(servers.size());
 
+  // The rule below assumes Opal's structure; on another application it would add up
+  // overlapping windows into components longer than the run. Refuse what does not fit.
+  uint64_t between_servers = 0;
+  int32_t bs_src = -1, bs_dst = -1;
+  for (const auto& m : a.p2p)
+    if (m.src != 0 && m.dst != 0 && m.src != m.dst) {
+      if (between_servers++ == 0) bs_src = m.src, bs_dst = m.dst;
+    }
+  if (between_servers)
+    throw std::runtime_error(
+        "opal responses: not Opal's client/server structure: servers exchange messages only "
+        "with rank 0 (the client), but " +
+        std::to_string(between_servers) + " point-to-point message" +
+        (between_servers == 1 ? "" : "s") + " went between servers (the first from rank " +
+        std::to_string(bs_src) + " to rank " + std::to_string(bs_dst) + ")");
+
   struct Round {
     double comp = 0;
     bool data = false;
@@ -82,9 +102,26 @@ OpalBreakdown AnalyzeOpal(const Analysis& a) {
     std::sort(req.begin(), req.end(), by_send);
     std::sort(rep.begin(), rep.end(), by_send);
     size_t j = 0;
+    double prev_reply = -1e300;
     for (const MessageSummary* q : req) {
+      // A reply sent before its request arrived answers nothing; a request arriving before
+      // the previous reply left means the server works on several requests at once. Either
+      // way rounds would overlap and their computation be counted more than once.
+      if (j < rep.size() && rep[j]->send_time < q->recv_time && !rounds[si].empty())
+        throw std::runtime_error("opal responses: not a request/reply pattern: rank " +
+                                 std::to_string(s) +
+                                 " sent a message to rank 0 that answers no request (at " +
+                                 std::to_string(rep[j]->send_time) + " s, between request " +
+                                 std::to_string(rounds[si].size()) + " and request " +
+                                 std::to_string(rounds[si].size() + 1) + ")");
       while (j < rep.size() && rep[j]->send_time < q->recv_time) ++j;
       if (j == rep.size()) break;
+      if (q->recv_time < prev_reply)
+        throw std::runtime_error("opal responses: not a request/reply pattern: request " +
+                                 std::to_string(rounds[si].size() + 1) + " from rank 0 to rank " +
+                                 std::to_string(s) +
+                                 " arrived before the reply to the previous one was sent");
+      prev_reply = rep[j]->send_time;
       Round r;
       r.comp = ComputationIn(*servers[si], q->recv_time, rep[j]->send_time);
       r.data = rep[j]->bytes > 0;
@@ -163,6 +200,13 @@ OpalBreakdown AnalyzeOpal(const Analysis& a) {
     if (d > 0) t[s->cat] += d;
   }
   const double wall = we - ws;
+  // Rounds that pass the checks above tile the window; anything else is an inconsistency
+  // that must not reach a fit as a plausible number.
+  if (par > wall * 1.01 + 1e-3)
+    throw std::runtime_error("opal responses: the servers' computation on the critical path (" +
+                             std::to_string(par) + " s) exceeds the client's window (" +
+                             std::to_string(wall) +
+                             " s): the run does not have Opal's request/reply structure");
   // Barrier time the servers' computation does not explain is synchronization, as Opal (and
   // opal-mini's timers) count it: a server late at a barrier, or stalled after its computation.
   // With barriers the client waits for the computation in the closing barrier, so that wait

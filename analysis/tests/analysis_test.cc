@@ -357,6 +357,68 @@ TEST(Opal, ThrowsWithoutClientServerRounds) {
   EXPECT_THROW(AnalyzeOpal(Analyze(b.Build())), std::runtime_error);
 }
 
+// Applications without Opal's structure (a halo exchange, overlapping requests) are refused
+// with what was missing, instead of components longer than the run.
+TEST(Opal, RefusesMessagesBetweenServers) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.Init(r, 0);
+  double t = 0.001;
+  for (int it = 0; it < 20; ++it) {
+    for (int r = 0; r < 3; ++r) {
+      const int right = (r + 1) % 3, left = (r + 2) % 3;
+      b.Send(r, right, t, t + 0.0001, 800).Recv(right, r, t, t + 0.0001, 800);
+      (void)left;
+    }
+    t += 0.01;
+  }
+  for (int r = 0; r < 3; ++r) b.Finalize(r, t);
+  try {
+    AnalyzeOpal(Analyze(b.Build()));
+    FAIL() << "a ring exchange was accepted as Opal's structure";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("between servers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("from rank 1 to rank 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Opal, RefusesOverlappingRequests) {
+  TraceBuilder b(2);
+  b.Init(0, 0).Init(1, 0);
+  // The client sends every request first and collects the replies afterwards: the server has
+  // several requests at once, and each reply's window would cover the same computation.
+  double t = 0.001;
+  for (int k = 0; k < 5; ++k, t += 0.001)
+    b.Send(0, 1, t, t + 0.0001, 100).Recv(1, 0, t, t + 0.0001, 100);
+  for (int k = 0; k < 5; ++k, t += 0.1)
+    b.Send(1, 0, t + 0.1, t + 0.1001, 100).Recv(0, 1, t, t + 0.1001, 100);
+  b.Finalize(0, t + 1).Finalize(1, t + 1);
+  try {
+    AnalyzeOpal(Analyze(b.Build()));
+    FAIL() << "overlapping requests were accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("request/reply"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Opal, RefusesUnsolicitedReplies) {
+  TraceBuilder b(2);
+  b.Init(0, 0).Init(1, 0);
+  double t = 0.001;
+  for (int k = 0; k < 3; ++k, t += 0.01) {
+    b.Send(0, 1, t, t + 0.0001, 100).Recv(1, 0, t, t + 0.0001, 100);
+    b.Send(1, 0, t + 0.002, t + 0.0021, 100).Recv(0, 1, t + 0.001, t + 0.0021, 100);
+    // A second message from the server that no request asked for.
+    b.Send(1, 0, t + 0.003, t + 0.0031, 100).Recv(0, 1, t + 0.003, t + 0.0031, 100);
+  }
+  b.Finalize(0, t + 1).Finalize(1, t + 1);
+  try {
+    AnalyzeOpal(Analyze(b.Build()));
+    FAIL() << "unsolicited replies were accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("answers no request"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Analysis, JsonHasTheContractKeys) {
   TraceBuilder b(2);
   b.Init(0, 0).Init(1, 0);
