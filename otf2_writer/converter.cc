@@ -42,8 +42,15 @@ void Check(OTF2_ErrorCode rc, const char* what) {
                              " (" + OTF2_Error_GetDescription(rc) + ")");
 }
 
-// The one attribute invmw defines: the count of coalesced unsuccessful tests.
+// The attributes invmw defines: the count of coalesced unsuccessful tests, and what a
+// nonblocking receive was posted for. OTF2's MpiIrecvRequest carries only the request; without
+// its source, tag and communicator a receive that never completes cannot take its place in
+// MPI's matching order, and every later message on its channel would pair with the wrong
+// receive (trace_reader.h, Trace::uncompleted_recvs).
 constexpr OTF2_AttributeRef kCoalescedAttribute = 0;
+constexpr OTF2_AttributeRef kPostedSourceAttribute = 1;  // communicator rank, -1 any source
+constexpr OTF2_AttributeRef kPostedTagAttribute = 2;     // -1 any tag
+constexpr OTF2_AttributeRef kPostedCommAttribute = 3;
 
 class Strings {
  public:
@@ -584,8 +591,26 @@ class RankWriter {
       Check(OTF2_EvtWriter_MpiIsend(W(), nullptr, T(t), Peer(s.gcomm, s.peer), s.gcomm,
                                     uint32_t(s.tag), start_bytes ? start_bytes : s.bytes, id),
             "MpiIsend");
-    else if (s.kind == ReqState::kRecv)
-      Check(OTF2_EvtWriter_MpiIrecvRequest(W(), nullptr, T(t), id), "MpiIrecvRequest");
+    else if (s.kind == ReqState::kRecv) {
+      // A source outside the communicator's group (an intercommunicator's remote group) has
+      // no rank to give: such a receive carries no attributes and is left out of matching.
+      const uint32_t src = s.peer >= 0 ? Peer(s.gcomm, s.peer) : uint32_t(-1);
+      OTF2_AttributeList* attrs = nullptr;
+      if (s.peer < 0 || src != UINT32_MAX) {
+        attrs = coalesced_attrs_;
+        OTF2_AttributeValue v;
+        v.int32 = int32_t(src);
+        Check(OTF2_AttributeList_AddAttribute(attrs, kPostedSourceAttribute, OTF2_TYPE_INT32, v),
+              "AddAttribute");
+        v.int32 = s.tag < 0 ? -1 : s.tag;
+        Check(OTF2_AttributeList_AddAttribute(attrs, kPostedTagAttribute, OTF2_TYPE_INT32, v),
+              "AddAttribute");
+        v.commRef = s.gcomm;
+        Check(OTF2_AttributeList_AddAttribute(attrs, kPostedCommAttribute, OTF2_TYPE_COMM, v),
+              "AddAttribute");
+      }
+      Check(OTF2_EvtWriter_MpiIrecvRequest(W(), attrs, T(t), id), "MpiIrecvRequest");
+    }
   }
 
   void Complete(const EventRecord& c) {
@@ -645,7 +670,7 @@ class RankWriter {
   OTF2_RegionRef flush_region_, pause_region_;
   const ClockModel& clock_;
   std::map<std::string, uint64_t>* issues_;
-  OTF2_AttributeList* coalesced_attrs_;  // emptied by each event write that uses it
+  OTF2_AttributeList* coalesced_attrs_;  // event attributes; emptied by each write that uses it
   static constexpr uint32_t kNoClass = UINT32_MAX;
   uint32_t sync_class_ = kNoClass;
   std::vector<OTF2_EvtWriter*> writers_;
@@ -849,6 +874,13 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   const OTF2_StringRef s_coalesced = str("invmw:coalesced_calls");
   const OTF2_StringRef s_coalesced_desc =
       str("number of consecutive unsuccessful test or probe calls this region visit stands for");
+  const OTF2_StringRef s_psrc = str("invmw:posted_source");
+  const OTF2_StringRef s_psrc_desc =
+      str("source a nonblocking receive was posted for (communicator rank, -1 any source)");
+  const OTF2_StringRef s_ptag = str("invmw:posted_tag");
+  const OTF2_StringRef s_ptag_desc = str("tag a nonblocking receive was posted for (-1 any tag)");
+  const OTF2_StringRef s_pcomm = str("invmw:posted_comm");
+  const OTF2_StringRef s_pcomm_desc = str("communicator a nonblocking receive was posted on");
   std::vector<OTF2_StringRef> s_mname, s_mdesc, s_munit;
   for (const auto& m : metric_defs.members) {
     s_mname.push_back(str(m.name));
@@ -858,6 +890,15 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   str.Write(g);
   Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCoalescedAttribute, s_coalesced, s_coalesced_desc,
                                             OTF2_TYPE_UINT64),
+        "Attribute");
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedSourceAttribute, s_psrc, s_psrc_desc,
+                                            OTF2_TYPE_INT32),
+        "Attribute");
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedTagAttribute, s_ptag, s_ptag_desc,
+                                            OTF2_TYPE_INT32),
+        "Attribute");
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedCommAttribute, s_pcomm, s_pcomm_desc,
+                                            OTF2_TYPE_COMM),
         "Attribute");
 
   for (size_t i = 0; i < regions.size(); ++i)

@@ -97,6 +97,41 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
                              " (requests freed or cancelled without completion, or left open)");
     }
   }
+  // Receives posted and never completed (a leaked or freed request): legal MPI, but a message
+  // that matched one is lost to the application, which is worth saying.
+  {
+    size_t listed = 0, more = 0;
+    std::map<int32_t, uint64_t> open_at_end, wildcards;
+    for (const auto& u : t.uncompleted_recvs) {
+      if (u.wildcard) {
+        ++wildcards[u.rank];
+      } else if (!u.matched) {
+        ++open_at_end[u.rank];
+      } else if (listed++ < max_listed) {
+        auto comm = t.comms.find(u.comm);
+        r.warnings.push_back(
+            "rank " + std::to_string(u.rank) + ": a receive posted at " +
+            std::to_string(u.post_time) + " s from rank " + std::to_string(u.peer) + ", tag " +
+            std::to_string(u.tag) + " on " +
+            (comm == t.comms.end() ? "communicator " + std::to_string(u.comm) : comm->second.name) +
+            " was matched by a message of " + std::to_string(u.bytes) +
+            " bytes but never completed (" + Where(t, u.send_loc, u.send_event) + ")");
+      } else {
+        ++more;
+      }
+    }
+    if (more)
+      r.warnings.push_back("... and " + std::to_string(more) +
+                           " more receives matched by a message but never completed");
+    for (const auto& [rank, n] : open_at_end)
+      r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
+                           " receive(s) still posted at the end, no message reached them");
+    for (const auto& [rank, n] : wildcards)
+      r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
+                           " receive(s) posted with MPI_ANY_SOURCE or MPI_ANY_TAG never completed; "
+                           "which message each took is unknown, so matching on their channels "
+                           "may be off");
+  }
   for (const auto& u : t.unmatched_sends)
     fail.Add("unmatched sends", Where(t, u.loc, u.event) + ": send without a matching receive");
   for (const auto& u : t.unmatched_recvs)

@@ -52,6 +52,12 @@ struct PendingRecv {
   uint32_t tag;
   double post, time;
   size_t loc, event, seq;
+  size_t uncompleted = SIZE_MAX;  // index into Trace::uncompleted_recvs, else a completed one
+};
+// A nonblocking receive posted with invmw's attributes, until its completion or cancellation.
+struct PostedRecv {
+  UncompletedRecv u;
+  size_t seq;
 };
 
 struct State {
@@ -65,6 +71,12 @@ struct State {
   std::vector<std::vector<double>> open_enters;              // per location: stack of Enter times
   std::map<std::pair<size_t, uint64_t>, double> irecv_post;  // (location, request)
   std::map<std::pair<int32_t, uint64_t>, double> irecv_post_rank;
+  std::map<std::pair<int32_t, uint64_t>, PostedRecv> posted;  // (rank, request)
+  // invmw's attributes on MpiIrecvRequest, found by name (another writer may number them
+  // differently, or not define them).
+  OTF2_AttributeRef attr_source = OTF2_UNDEFINED_ATTRIBUTE;
+  OTF2_AttributeRef attr_tag = OTF2_UNDEFINED_ATTRIBUTE;
+  OTF2_AttributeRef attr_comm = OTF2_UNDEFINED_ATTRIBUTE;
   std::vector<PendingSend> sends;
   std::vector<PendingRecv> recvs;
   size_t seq = 0;
@@ -143,6 +155,14 @@ OTF2_CallbackCode DefGroup(void* u, OTF2_GroupRef self, OTF2_StringRef, OTF2_Gro
   S(u)->groups[self] = {type, std::vector<uint64_t>(members, members + n)};
   return OTF2_CALLBACK_SUCCESS;
 }
+OTF2_CallbackCode DefAttribute(void* u, OTF2_AttributeRef self, OTF2_StringRef name, OTF2_StringRef,
+                               OTF2_Type type) {
+  const std::string n = S(u)->Str(name);
+  if (n == "invmw:posted_source" && type == OTF2_TYPE_INT32) S(u)->attr_source = self;
+  if (n == "invmw:posted_tag" && type == OTF2_TYPE_INT32) S(u)->attr_tag = self;
+  if (n == "invmw:posted_comm" && type == OTF2_TYPE_COMM) S(u)->attr_comm = self;
+  return OTF2_CALLBACK_SUCCESS;
+}
 OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
                           OTF2_CommRef, OTF2_CommFlag) {
   S(u)->t->comms[self].name = S(u)->Str(name);
@@ -167,7 +187,7 @@ OTF2_CallbackCode DefMetricClass(void* u, OTF2_MetricRef self, uint8_t n,
 }
 
 // --- events ---
-#define INVMW_EVT_HEAD OTF2_LocationRef loc, OTF2_TimeStamp time, void *u, OTF2_AttributeList *
+#define INVMW_EVT_HEAD OTF2_LocationRef loc, OTF2_TimeStamp time, void *u, OTF2_AttributeList *attrs
 
 OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
   size_t li;
@@ -227,8 +247,29 @@ OTF2_CallbackCode EvIrecvRequest(INVMW_EVT_HEAD, uint64_t req) {
   size_t li;
   TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kMpiIrecvRequest, &li);
   e.request = req;
-  S(u)->irecv_post[{li, req}] = e.time;
-  S(u)->irecv_post_rank[{S(u)->t->locations[li].rank, req}] = e.time;
+  State* s = S(u);
+  const int32_t rank = s->t->locations[li].rank;
+  s->irecv_post[{li, req}] = e.time;
+  s->irecv_post_rank[{rank, req}] = e.time;
+  int32_t src = 0, tag = 0;
+  OTF2_CommRef comm = OTF2_UNDEFINED_COMM;
+  if (attrs && s->attr_source != OTF2_UNDEFINED_ATTRIBUTE &&
+      s->attr_tag != OTF2_UNDEFINED_ATTRIBUTE && s->attr_comm != OTF2_UNDEFINED_ATTRIBUTE &&
+      OTF2_AttributeList_GetInt32(attrs, s->attr_source, &src) == OTF2_SUCCESS &&
+      OTF2_AttributeList_GetInt32(attrs, s->attr_tag, &tag) == OTF2_SUCCESS &&
+      OTF2_AttributeList_GetCommRef(attrs, s->attr_comm, &comm) == OTF2_SUCCESS) {
+    PostedRecv p;
+    p.u.loc = li;
+    p.u.event = s->t->locations[li].events.size() - 1;
+    p.u.rank = rank;
+    p.u.comm = comm;
+    p.u.peer = src < 0 ? -1 : s->World(comm, uint32_t(src));
+    p.u.tag = tag < 0 ? -1 : tag;
+    p.u.post_time = e.time;
+    p.u.wildcard = src < 0 || tag < 0 || p.u.peer < 0;
+    p.seq = s->seq;
+    s->posted[{rank, req}] = p;  // a persistent request's new start replaces its last one
+  }
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode EvIrecv(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
@@ -246,6 +287,7 @@ OTF2_CallbackCode EvIrecv(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint
              jt != s->irecv_post_rank.end()) {
     post = jt->second;  // posted by another thread of the same process
   }
+  s->posted.erase({s->t->locations[li].rank, req});
   NoteRecv(s, li, e, post);
   return OTF2_CALLBACK_SUCCESS;
 }
@@ -262,7 +304,10 @@ OTF2_CallbackCode EvTest(INVMW_EVT_HEAD, uint64_t req) {
   return EvReqOnly(S(u), loc, time, TraceEvent::kMpiRequestTest, req);
 }
 OTF2_CallbackCode EvCancel(INVMW_EVT_HEAD, uint64_t req) {
-  return EvReqOnly(S(u), loc, time, TraceEvent::kMpiRequestCancelled, req);
+  const OTF2_CallbackCode rc = EvReqOnly(S(u), loc, time, TraceEvent::kMpiRequestCancelled, req);
+  // A cancelled receive matched nothing.
+  S(u)->posted.erase({S(u)->t->locations[S(u)->loc_index.at(loc)].rank, req});
+  return rc;
 }
 OTF2_CallbackCode EvNbcRequest(INVMW_EVT_HEAD, uint64_t req) {
   return EvReqOnly(S(u), loc, time, TraceEvent::kNonBlockingCollectiveRequest, req);
@@ -343,11 +388,24 @@ void Check(OTF2_ErrorCode rc, const std::string& path, const char* step) {
 
 void MatchMessages(State& s) {
   using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;
+  Trace& t = *s.t;
+  // Receives posted and never completed take their place in the posting order.
+  std::vector<const PostedRecv*> open;
+  for (const auto& [key, p] : s.posted) open.push_back(&p);
+  std::sort(open.begin(), open.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+  for (const PostedRecv* p : open) {
+    t.uncompleted_recvs.push_back(p->u);
+    if (p->u.wildcard) continue;
+    PendingRecv r{p->u.comm,          p->u.peer,      p->u.rank,
+                  uint32_t(p->u.tag), p->u.post_time, p->u.post_time,
+                  p->u.loc,           p->u.event,     p->seq};
+    r.uncompleted = t.uncompleted_recvs.size() - 1;
+    s.recvs.push_back(r);
+  }
   std::map<Key, std::vector<const PendingSend*>> sends;
   std::map<Key, std::vector<const PendingRecv*>> recvs;
   for (const auto& x : s.sends) sends[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
   for (const auto& x : s.recvs) recvs[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
-  Trace& t = *s.t;
   for (auto& [key, list] : sends) {
     std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) {
       return std::tie(a->time, a->seq) < std::tie(b->time, b->seq);
@@ -360,6 +418,14 @@ void MatchMessages(State& s) {
     });
     const size_t n = std::min(list.size(), rl.size());
     for (size_t i = 0; i < n; ++i) {
+      if (rl[i]->uncompleted != SIZE_MAX) {
+        UncompletedRecv& u = t.uncompleted_recvs[rl[i]->uncompleted];
+        u.matched = true;
+        u.send_loc = list[i]->loc;
+        u.send_event = list[i]->event;
+        u.bytes = t.locations[u.send_loc].events[u.send_event].bytes;
+        continue;
+      }
       Message m;
       std::tie(m.comm, m.src, m.dst, m.tag) = key;
       m.send_loc = list[i]->loc;
@@ -375,11 +441,14 @@ void MatchMessages(State& s) {
     }
     for (size_t i = n; i < list.size(); ++i)
       t.unmatched_sends.push_back({list[i]->loc, list[i]->event});
-    for (size_t i = n; i < rl.size(); ++i) t.unmatched_recvs.push_back({rl[i]->loc, rl[i]->event});
+    // A receive still open at the end that no message reached is no error.
+    for (size_t i = n; i < rl.size(); ++i)
+      if (rl[i]->uncompleted == SIZE_MAX) t.unmatched_recvs.push_back({rl[i]->loc, rl[i]->event});
     if (it != recvs.end()) recvs.erase(it);
   }
   for (auto& [key, rl] : recvs)
-    for (auto* r : rl) t.unmatched_recvs.push_back({r->loc, r->event});
+    for (auto* r : rl)
+      if (r->uncompleted == SIZE_MAX) t.unmatched_recvs.push_back({r->loc, r->event});
   std::sort(t.messages.begin(), t.messages.end(),
             [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
 }
@@ -420,6 +489,7 @@ Trace ReadTrace(const std::string& path) {
   OTF2_GlobalDefReaderCallbacks_SetLocationCallback(dc, DefLocation);
   OTF2_GlobalDefReaderCallbacks_SetGroupCallback(dc, DefGroup);
   OTF2_GlobalDefReaderCallbacks_SetCommCallback(dc, DefComm);
+  OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(dc, DefAttribute);
   OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(dc, DefMetricMember);
   OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(dc, DefMetricClass);
   Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, &s), path,

@@ -11,7 +11,8 @@
 // ClockOffset definitions and given in seconds from the clock properties' global offset.
 // Peers are world ranks (via COMM_GROUP -> COMM_LOCATIONS). Messages are matched per
 // (communicator, source, destination, tag) in MPI's non-overtaking order: sends in the order
-// they were started, receives in the order they were posted. Throws std::runtime_error with the
+// they were started, receives in the order they were posted, including receives that were
+// posted but never completed (Trace::uncompleted_recvs). Throws std::runtime_error with the
 // archive path and the failing step when the archive cannot be read.
 #pragma once
 
@@ -120,6 +121,26 @@ struct Unmatched {
   size_t loc = 0, event = 0;
 };
 
+// A nonblocking receive that was posted (MpiIrecvRequest carrying invmw's posted_source,
+// posted_tag and posted_comm attributes) but never completed nor cancelled: its request was
+// leaked, freed, or still open at the end. MPI matches messages to receives in the order the
+// receives were posted, completed or not, so such a receive takes its place in the matching
+// order; when a message matched it, the message is here and not in Trace::messages.
+struct UncompletedRecv {
+  size_t loc = 0, event = 0;  // the MpiIrecvRequest event
+  int32_t rank = -1;
+  int32_t peer = -1;  // world rank posted for; -1 any source
+  int32_t tag = -1;   // -1 any tag
+  uint32_t comm = 0;
+  double post_time = 0;
+  bool matched = false;  // a message was matched to it (below)
+  uint64_t bytes = 0;    // the matched send's length
+  size_t send_loc = 0, send_event = 0;
+  // Posted with MPI_ANY_SOURCE or MPI_ANY_TAG: which message it took cannot be told from the
+  // trace, so it is left out of matching (matching after it on its channels may be off).
+  bool wildcard = false;
+};
+
 struct Trace {
   std::string path;
   uint64_t timer_resolution = 0;
@@ -135,6 +156,7 @@ struct Trace {
   std::map<int32_t, std::vector<size_t>> locations_of_rank;
   std::vector<Message> messages;
   std::vector<Unmatched> unmatched_sends, unmatched_recvs;
+  std::vector<UncompletedRecv> uncompleted_recvs;  // in post order per rank
 };
 
 Trace ReadTrace(const std::string& anchor_path);
