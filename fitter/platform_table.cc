@@ -100,6 +100,9 @@ std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
     if (sect == "kernels" && !(tv.value > 0))
       throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
                        ": a kernel time must be > 0");
+    if (sect == "measures" && tv.unit == "s" && tv.value < 0)
+      throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
+                       " s: a time must be >= 0");
     if (sect == "measures" && IsRate(tv) && !(tv.value > 0))
       throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
                        (tv.unit.empty() ? "" : " " + tv.unit) + ": a rate must be > 0");

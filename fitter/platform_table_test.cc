@@ -100,6 +100,9 @@ TEST(PlatformTable, Errors) {
             std::string::npos);
   EXPECT_EQ(err("schema = 1\nname = \"x\"\n[measures]\nlatency = { value = 0, unit = \"s\" }\n"),
             "");  // not a rate
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[measures]\nlatency = { value = -1e-6, unit = \"s\" }\n")
+                .find("measures.latency = -1e-06 s: a time must be >= 0"),
+            std::string::npos);
   EXPECT_THROW(ResolvePlatformTable("no-such-platform", ""), TableError);
 }
 
