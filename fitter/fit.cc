@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <ceres/ceres.h>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <cstdio>
 #include <numeric>
 #include <random>
 #include <set>
@@ -359,9 +359,10 @@ std::string NonFinitePoint(const Context& c, const DataTable& data, const std::v
       for (int fs : rs[k].expr.FactorSlots()) known &= std::isfinite(c.factors[ob.row][fs]);
       if (!known) continue;
       double v = rs[k].expr.Eval<double>(c.factors[ob.row].data(), values.data());
-      if (!std::isfinite(v)) bad.push_back("'" + rs[k].name + "' is " + Str(v));
+      if (!std::isfinite(v))
+        bad.push_back((rs[k].is_total ? "total '" : "component '") + rs[k].name + "' is " + Str(v));
     }
-    if (!bad.empty()) msg += " (component " + Join(bad) + ")";
+    if (!bad.empty()) msg += " (" + Join(bad) + ")";
     std::vector<std::string> read;
     for (int fs : r.expr.FactorSlots())
       read.push_back(m.factors()[fs].name + "=" + Str(c.factors[ob.row][fs]));
