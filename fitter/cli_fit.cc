@@ -7,13 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
 #include "fitter/derive.h"
+#include "fitter/file_io.h"
 #include "fitter/fit.h"
 #include "fitter/platform_table.h"
 #include "fitter/results_db.h"
@@ -209,7 +210,7 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
 }
 
 int RunFit(int argc, char** argv) {
-  bool done = false, json = false, no_cv = false;
+  bool done = false, json = false, no_cv = false, force = false;
   std::string model_name, data_path, design, db_path, run_platform,
       weighting = "relative", loss = "none", loss_scale, starts, seed, out_table, platform_name,
       base_table, tables_dir;
@@ -245,6 +246,7 @@ int RunFit(int argc, char** argv) {
       .Flag("--json", &json, "machine-readable output")
       .Option("--out", "FILE", &out_table, "write the fitted parameters as a platform table")
       .Option("--out-table", "FILE", &out_table, "same as --out")
+      .Flag("--force", &force, "overwrite an existing --out table")
       .Option("--platform-name", "NAME", &platform_name, "name in the written table")
       .Option("--base-table", "TABLE", &base_table,
               "copy [measures] and [kernels] of this table into the written one")
@@ -261,6 +263,10 @@ int RunFit(int argc, char** argv) {
     return Fail("fit: give either --design NAME (results database) or --data FILE.csv");
   if (design.empty() && (!db_path.empty() || !run_platform.empty()))
     return Fail("fit: --db and --platform select runs of a --design; they do not apply to --data");
+  // As `platform probe`: a calibrated table is not overwritten by accident (checked before the
+  // fit, which can take long).
+  if (!out_table.empty() && !force && access(out_table.c_str(), F_OK) == 0)
+    return Fail("fit: " + out_table + " exists (use --force to overwrite it)");
   FitOptions o;
   o.weighting = weighting;
   o.loss = loss;
@@ -323,9 +329,7 @@ int RunFit(int argc, char** argv) {
                               : "fit of " + m.name() + " to " + d.source;
         t.parameters.push_back(v);
       }
-      std::ofstream out(out_table);
-      out << FormatPlatformTable(t);
-      if (!out) return Fail(out_table + ": cannot write platform table");
+      WriteFileAtomic(out_table, FormatPlatformTable(t));
       std::fprintf(stderr, "invmw: wrote platform table %s\n", out_table.c_str());
     }
     return r.converged ? 0 : 1;

@@ -19,6 +19,7 @@
 #include "cli/args.h"
 #include "cli/paths.h"
 #include "cli/verb.h"
+#include "fitter/file_io.h"
 #include "fitter/probe.h"
 
 #ifndef INVMW_FIT_MPI_LAUNCHER
@@ -183,19 +184,14 @@ int RunProbe(int argc, char** argv) {
       emu.empty() ? std::string("host ") + host : "emulated platform " + emu + " on host " + host;
   // Writes the table of the pooled samples; `all` is their JSON lines, for --raw.
   auto write = [&](const ProbeSamples& samples, const std::string& all) {
-    if (!raw.empty()) {
-      std::ofstream r(raw);
-      r << all;
-      if (!r) return Fail(raw + ": cannot write");
-    }
+    if (!raw.empty()) WriteFileAtomic(raw, all);
     char date[32];
     std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     c.date = date;
     PlatformTable t = EstimatePlatform(samples, c);
-    std::ofstream os(out);
-    os << "# Measured by `invmw platform probe`; see docs/fitter.md.\n" << FormatPlatformTable(t);
-    if (!os) return Fail(out + ": cannot write platform table");
+    WriteFileAtomic(out, "# Measured by `invmw platform probe`; see docs/fitter.md.\n" +
+                             FormatPlatformTable(t));
     std::printf("wrote %s\n", out.c_str());
     for (const auto& v : t.parameters) {
       std::printf("  %-3s %12.5g %-5s", v.name.c_str(), v.value, v.unit.c_str());

@@ -10,6 +10,7 @@
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
 #include "fitter/derive.h"
+#include "fitter/file_io.h"
 #include "fitter/predict.h"
 #include "fitter/results_db.h"
 #include "fitter/validate.h"
@@ -168,9 +169,7 @@ int RunValidate(int argc, char** argv) {
     nlohmann::json j = ToJson(m, table, ref.get(), rp, design, run_platform, db,
                               label.empty() ? table.name : label, v);
     if (!out.empty()) {
-      std::ofstream os(out);
-      os << j.dump(2) << "\n";
-      if (!os) return Fail(out + ": cannot write");
+      WriteFileAtomic(out, j.dump(2) + "\n");
     }
     if (json)
       std::printf("%s\n", j.dump(2).c_str());

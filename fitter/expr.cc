@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -55,6 +56,10 @@ std::vector<Token> Lex(const std::string& s) {
         ++stop;
       t.text = s.substr(i, stop - i);
       if (stop != i + len) throw ExprError("bad number '" + t.text + "'", line, col, t.text);
+      // 1e999 would silently become inf and poison every residual.
+      if (!std::isfinite(t.num))
+        throw ExprError("number '" + t.text + "' is out of range (not a finite double)", line, col,
+                        t.text);
       t.kind = Tok::kNum;
       advance(len);
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -125,13 +130,46 @@ class ExprParser {
             t);
     }
   }
+  // Every node goes through here, so no input can build a tree that overflows the stack when
+  // evaluated or fill memory.
+  int Add(const ExprNode& n) {
+    const Token& at = toks_[pos_ > 0 ? pos_ - 1 : 0];
+    if (e_->nodes_.size() >= Expr::kMaxNodes) {
+      Error("expression has more than " + std::to_string(Expr::kMaxNodes) +
+                " nodes (after inlining definitions) at column " + std::to_string(at.column),
+            at);
+    }
+    int i = e_->Append(n);
+    if (e_->nodes_[i].depth > Expr::kMaxDepth) {
+      Error("expression nests deeper than " + std::to_string(Expr::kMaxDepth) +
+                " levels (after inlining definitions; every operator of a chain counts) at "
+                "column " +
+                std::to_string(at.column),
+            at);
+    }
+    return i;
+  }
   int Bin(Op op, int a, int b) {
     ExprNode n;
     n.op = op;
     n.a = a;
     n.b = b;
-    return e_->Append(n);
+    return Add(n);
   }
+  // Counts the recursion through Unary(), which every nesting construct passes: parentheses and
+  // function arguments (via Or), unary operators and the right side of '^'.
+  struct Nest {
+    explicit Nest(ExprParser* p) : p_(p) {
+      if (++p_->depth_ > Expr::kMaxNesting) {
+        const Token& t = p_->Peek();
+        p_->Error("nesting deeper than " + std::to_string(Expr::kMaxNesting) + " at column " +
+                      std::to_string(t.column),
+                  t);
+      }
+    }
+    ~Nest() { --p_->depth_; }
+    ExprParser* p_;
+  };
 
   int Or() {
     int l = And();
@@ -178,6 +216,7 @@ class ExprParser {
     }
   }
   int Unary() {
+    Nest nest(this);
     if (Accept("-")) return Bin(Op::kNeg, Unary(), -1);
     if (Accept("+")) return Unary();
     if (Accept("!")) return Bin(Op::kNot, Unary(), -1);
@@ -194,7 +233,7 @@ class ExprParser {
       ExprNode n;
       n.op = Op::kConst;
       n.value = t.num;
-      return e_->Append(n);
+      return Add(n);
     }
     if (t.kind == Tok::kOp && t.text == "(") {
       int inner = Or();
@@ -214,10 +253,18 @@ class ExprParser {
         ExprNode n;
         n.op = sym.kind == 1 ? Op::kFactor : Op::kParam;
         n.slot = sym.slot;
-        return e_->Append(n);
+        return Add(n);
       }
-      case 3:
-        return e_->CopyFrom(*sym.inline_expr, sym.inline_expr->root_);
+      case 3: {
+        const Expr& sub = *sym.inline_expr;
+        if (e_->nodes_.size() + sub.nodes_.size() > Expr::kMaxNodes) {
+          Error("expression has more than " + std::to_string(Expr::kMaxNodes) +
+                    " nodes after inlining '" + t.text + "' at column " + std::to_string(t.column),
+                t);
+        }
+        // CopyFrom recurses as deep as the definition's tree, which its own parse bounded.
+        return e_->CopyFrom(sub, sub.root_);
+      }
       default:
         Error("unknown symbol '" + t.text + "'", t);
     }
@@ -258,12 +305,13 @@ class ExprParser {
     n.a = args[0];
     if (arity > 1) n.b = args[1];
     if (arity > 2) n.c = args[2];
-    return e_->Append(n);
+    return Add(n);
   }
 
   Expr* e_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
   const Expr::Resolver& resolve_;
 };
 
@@ -299,8 +347,13 @@ std::vector<int> Expr::ParamSlots() const {
 
 std::vector<int> Expr::DomainParamSlots() const {
   std::set<int> out;
-  std::function<void(int, bool)> walk = [&](int i, bool sensitive) {
-    if (i < 0) return;
+  if (root_ < 0) return {};
+  // An explicit stack: the walk must not recurse once per level of a (bounded, but deep) tree.
+  std::vector<std::pair<int, bool>> todo = {{root_, false}};
+  while (!todo.empty()) {
+    auto [i, sensitive] = todo.back();
+    todo.pop_back();
+    if (i < 0) continue;
     const ExprNode& n = nodes_[i];
     if (n.op == Op::kParam && sensitive) out.insert(n.slot);
     bool integer_pow = n.op == Op::kPow && nodes_[n.b].op == Op::kConst &&
@@ -308,11 +361,10 @@ std::vector<int> Expr::DomainParamSlots() const {
     bool a_sens =
         sensitive || n.op == Op::kLog || n.op == Op::kSqrt || (n.op == Op::kPow && !integer_pow);
     bool b_sens = sensitive || n.op == Op::kDiv;
-    walk(n.a, a_sens);
-    walk(n.b, b_sens);
-    walk(n.c, sensitive);
-  };
-  walk(root_, false);
+    todo.push_back({n.a, a_sens});
+    todo.push_back({n.b, b_sens});
+    todo.push_back({n.c, sensitive});
+  }
   return {out.begin(), out.end()};
 }
 

@@ -18,12 +18,20 @@
 // Comparisons yield 1 or 0; in a condition any non-zero value is true. ceil/floor have zero
 // derivative (they are piecewise constant), as do the branch choices of if/min/max.
 //
+// Limits: parsing and evaluation recurse, so text from a file or the command line is bounded
+// before it can overflow the stack: parentheses, function arguments, unary operators and powers
+// nest at most kMaxNesting levels, the tree (after inlining definitions, and counting every
+// operator of a chain like a+b+c) is at most kMaxDepth deep, and holds at most kMaxNodes nodes
+// (definitions inlined into each other can otherwise grow exponentially). A number literal must
+// be finite.
+//
 // Contract: names are resolved while parsing through a caller-supplied resolver that maps a
 // name to a symbol slot (a factor or a parameter) or to an already-parsed sub-expression that
 // is inlined (model definitions and components). Errors carry the 1-based line and column of
 // the offending token within the source text given to the parser, plus the bad token itself.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -75,6 +83,7 @@ struct ExprNode {
   double value = 0;  // kConst
   int slot = -1;     // kFactor / kParam
   int a = -1, b = -1, c = -1;
+  int depth = 1;  // of the subtree rooted here; bounded by Expr::kMaxDepth
 };
 
 class Expr {
@@ -86,6 +95,10 @@ class Expr {
     const Expr* inline_expr = nullptr;
   };
   using Resolver = std::function<Symbol(const std::string& name)>;
+
+  static constexpr int kMaxNesting = 200;
+  static constexpr int kMaxDepth = 1000;
+  static constexpr size_t kMaxNodes = 100000;
 
   // Parses text. Throws ExprError on a syntax error or unknown name.
   static Expr Parse(const std::string& text, const Resolver& resolve);
@@ -107,7 +120,11 @@ class Expr {
 
  private:
   friend class ExprParser;
-  int Append(const ExprNode& n) {
+  int Append(ExprNode n) {
+    // Children are always appended before their parent, so their depths are known.
+    n.depth = 1;
+    for (int k : {n.a, n.b, n.c})
+      if (k >= 0) n.depth = std::max(n.depth, nodes_[k].depth + 1);
     nodes_.push_back(n);
     return static_cast<int>(nodes_.size()) - 1;
   }

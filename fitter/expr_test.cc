@@ -135,5 +135,51 @@ TEST(Expr, IntegerPowerAtNegativeBaseHasFiniteDerivative) {
   EXPECT_DOUBLE_EQ(r.v[0], -10);
 }
 
+std::string ParseError(const std::string& text) {
+  try {
+    Expr::Parse(text, Resolve);
+  } catch (const ExprError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 16, item 7: ~30000 nested parentheses, unary minuses or powers overflowed the stack of
+// the recursive-descent parser; now the parser stops at a stated depth.
+TEST(Expr, DeepNestingIsRefusedNotACrash) {
+  const int kDeep = 30000;
+  std::string parens = std::string(kDeep, '(') + "x" + std::string(kDeep, ')');
+  EXPECT_EQ(ParseError(parens), "nesting deeper than 200 at column 201");
+  EXPECT_NE(ParseError(std::string(kDeep, '-') + "x").find("nesting deeper than 200"),
+            std::string::npos);
+  std::string pow = "x";
+  for (int i = 0; i < kDeep; ++i) pow += "^x";
+  EXPECT_NE(ParseError(pow).find("nesting deeper than 200"), std::string::npos);
+  std::string call = "x";
+  for (int i = 0; i < kDeep; ++i) call = "abs(" + call;
+  call += std::string(kDeep, ')');
+  EXPECT_NE(ParseError(call).find("nesting deeper than 200"), std::string::npos);
+  // Just inside the limit everything still works.
+  std::string ok = std::string(199, '(') + "x" + std::string(199, ')');
+  EXPECT_DOUBLE_EQ(Eval(ok), 2);
+  EXPECT_DOUBLE_EQ(Eval(std::string(198, '-') + "x"), 2);
+}
+
+// A flat chain a+a+...+a is parsed by a loop but builds a tree as deep as it is long, which the
+// recursive evaluation would then overflow.
+TEST(Expr, LongOperatorChainsAreBounded) {
+  std::string sum = "x";
+  for (int i = 0; i < 200000; ++i) sum += "+x";
+  std::string e = ParseError(sum);
+  EXPECT_NE(e.find("nests deeper than 1000 levels"), std::string::npos) << e.substr(0, 200);
+  std::string fine = "x";
+  for (int i = 0; i < 900; ++i) fine += "+x";
+  EXPECT_DOUBLE_EQ(Eval(fine), 2 * 901);
+}
+
+TEST(Expr, NumberLiteralsMustBeFinite) {
+  EXPECT_NE(ParseError("x * 1e999").find("number '1e999' is out of range"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace invmw::fit

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <ceres/ceres.h>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
@@ -57,9 +59,26 @@ struct ResidualFunctor {
       p[s] = blocks[k][0] * (*scale)[s];
     }
     residual[0] = (expr->Eval<T>(factors, p) - T(y)) * weight;
-    return true;
+    // A non-finite value or derivative (a pole, log of a negative) makes Ceres reject the step
+    // quietly; returning true would let Ceres log a screen per residual and go on with NaNs.
+    using std::isfinite;
+    return isfinite(residual[0]);  // for a Jet: its value and every derivative (ceres::isfinite)
   }
 };
+
+// Ceres logs through glog; its warnings are for Ceres developers and would bury invmw's own
+// messages. Everything below FATAL is dropped (the fitter reports trouble in its result).
+void QuietCeresLogging() {
+  static std::once_flag once;
+  std::call_once(once, [] { FLAGS_minloglevel = google::GLOG_FATAL; });
+}
+
+std::string Str(double v) {
+  if (std::isnan(v)) return "nan";  // not "-nan": the sign of a NaN means nothing to a user
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 struct Built {
   std::unique_ptr<ceres::LossFunction> loss;
@@ -118,6 +137,7 @@ ceres::Solver::Summary Solve(const Context& c, std::vector<double>* x,
   so.gradient_tolerance = c.opts->gradient_tolerance;
   so.parameter_tolerance = c.opts->parameter_tolerance;
   so.logging_type = ceres::SILENT;
+  so.minimizer_progress_to_stdout = false;
   so.num_threads = 1;
   ceres::Solver::Summary summary;
   ceres::Solve(so, b.problem.get(), &summary);
@@ -223,11 +243,19 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
       if (need.count(static_cast<int>(f)) && std::isnan(v)) {
         throw FitError(data.RowOrigin(i) + ": factor '" + factors[f].name + "' has no value");
       }
+      if (need.count(static_cast<int>(f)) && !std::isfinite(v)) {
+        throw FitError(data.RowOrigin(i) + ": factor '" + factors[f].name + "' is " + Str(v) +
+                       ", expected a finite number");
+      }
       c.factors[i][f] = v;
     }
     for (int r : c.responses) {
       double y = data.rows[i][data.Column(rs[r].column)];
       if (std::isnan(y)) continue;
+      if (!std::isfinite(y)) {
+        throw FitError(data.RowOrigin(i) + ": column '" + rs[r].column + "' is " + Str(y) +
+                       ", expected a finite measurement");
+      }
       double w = 1;
       if (opts.weighting == "total" && !rs[r].is_total) {
         // A component's error in units of its run's measured total: a millisecond off counts the
@@ -248,14 +276,27 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
         }
         w = 1 / y;
       }
+      if (!std::isfinite(w)) {
+        throw FitError(data.RowOrigin(i) + ": column '" + rs[r].column + "' is " + Str(y) +
+                       ", too small to divide by for " + opts.weighting + " weighting");
+      }
       c.obs.push_back({i, r, y, w});
     }
   }
   if (c.obs.empty()) throw FitError(data.source + ": no measured values to fit");
   // Free parameters and their scales.
   for (const auto& [name, value] : opts.fixed) {
-    if (model.ParamIndex(name) < 0)
+    int k = model.ParamIndex(name);
+    if (k < 0)
       throw FitError("cannot fix '" + name + "': model " + model.name() + " has no such parameter");
+    // The bounds state where the model is defined (a rate > 0); holding a parameter outside
+    // them would evaluate the model where it has no meaning.
+    const Parameter& p = params[k];
+    if (!std::isfinite(value) || value < p.lower || value > p.upper) {
+      throw FitError("cannot fix '" + name + "' at " + Str(value) + ": outside its bounds [" +
+                     Str(p.lower) + ", " + Str(p.upper) + "] in model " + model.name() + " (" +
+                     model.source() + ")");
+    }
   }
   c.free.assign(params.size(), 0);
   c.scale.assign(params.size(), 1.0);
@@ -276,6 +317,62 @@ Context Bind(const Model& model, const DataTable& data, const FitOptions& opts,
     }
   }
   return c;
+}
+
+// The first observation whose residual or derivative is not finite at the scaled parameters x,
+// described with its data row, response, the components that are not finite, and the factor
+// and parameter values it read; empty when all are finite. Evaluating every residual up front
+// turns "Ceres failed" (or a crash in the covariance) into a message naming the culprit.
+std::string NonFinitePoint(const Context& c, const DataTable& data, const std::vector<double>& x,
+                           const char* at) {
+  const Model& m = *c.model;
+  const auto& rs = m.responses();
+  std::vector<double> values(x.size());
+  for (size_t i = 0; i < x.size(); ++i) values[i] = x[i] * c.scale[i];
+  for (const Observation& ob : c.obs) {
+    const Response& r = rs[ob.response];
+    const std::vector<int>& slots = c.slots[ob.response];
+    ResidualFunctor f{&r.expr, c.factors[ob.row].data(), ob.y, ob.weight, &slots, &c.scale};
+    ceres::DynamicAutoDiffCostFunction<ResidualFunctor, 4> cost(new ResidualFunctor(f));
+    std::vector<const double*> blocks;
+    for (int sl : slots) {
+      cost.AddParameterBlock(1);
+      blocks.push_back(x.data() + sl);
+    }
+    cost.SetNumResiduals(1);
+    // Derivatives only for the parameters Ceres moves: it asks for no others.
+    std::vector<double> jac(slots.size());
+    std::vector<double*> jacs;
+    for (size_t k = 0; k < slots.size(); ++k) jacs.push_back(c.free[slots[k]] ? &jac[k] : nullptr);
+    double res = 0;
+    if (cost.Evaluate(blocks.data(), &res, jacs.data())) continue;
+    double pred = Predict(c, ob.response, ob.row, values);
+    std::string what =
+        std::isfinite(pred) ? "has a derivative that is not finite" : "is " + Str(pred);
+    std::string msg = data.RowOrigin(ob.row) + ": response '" + r.name + "' (column " + r.column +
+                      ") of model " + m.name() + " " + what + " at the " + at;
+    // Which components (of those whose factors this row has) are not finite.
+    std::vector<std::string> bad;
+    for (size_t k = 0; k < rs.size(); ++k) {
+      if (static_cast<int>(k) == ob.response) continue;
+      bool known = true;
+      for (int fs : rs[k].expr.FactorSlots()) known &= std::isfinite(c.factors[ob.row][fs]);
+      if (!known) continue;
+      double v = rs[k].expr.Eval<double>(c.factors[ob.row].data(), values.data());
+      if (!std::isfinite(v))
+        bad.push_back((rs[k].is_total ? "total '" : "component '") + rs[k].name + "' is " + Str(v));
+    }
+    if (!bad.empty()) msg += " (" + Join(bad) + ")";
+    std::vector<std::string> read;
+    for (int fs : r.expr.FactorSlots())
+      read.push_back(m.factors()[fs].name + "=" + Str(c.factors[ob.row][fs]));
+    for (int ps : slots) read.push_back(m.parameters()[ps].name + "=" + Str(values[ps]));
+    msg += "; it reads " + Join(read) +
+           ": the row or the parameter values lie outside the model's domain (a division by "
+           "zero, log or sqrt of a negative, an overflow)";
+    return msg;
+  }
+  return "";
 }
 
 // Names the parameters that move together in the Jacobian's near-null space.
@@ -351,6 +448,7 @@ std::vector<double> FitResult::Values() const {
 FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts) {
   std::string err;
   if (!opts.IsValid(&err)) throw FitError("invalid fit options: " + err);
+  QuietCeresLogging();
   FitResult res;
   res.model = model.name();
   Context c = Bind(model, data, opts, &res.warnings);
@@ -361,7 +459,13 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
   for (size_t i = 0; i < np; ++i) {
     double v = opts.fixed.count(params[i].name) ? opts.fixed.at(params[i].name) : params[i].initial;
     x0[i] = v / c.scale[i];
+    if (!std::isfinite(x0[i])) {
+      throw FitError("parameter '" + params[i].name + "' of model " + model.name() + " starts at " +
+                     Str(v) + ", expected a finite number");
+    }
   }
+  if (std::string bad = NonFinitePoint(c, data, x0, "initial parameter values"); !bad.empty())
+    throw FitError(bad);
   std::vector<char> all_rows(data.rows.size(), 1);
   std::mt19937_64 rng(opts.seed);
   std::vector<double> best;
@@ -399,6 +503,13 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
     if (!res.converged) res.warnings.push_back("solver did not converge: " + best_summary.message);
   }
   std::vector<double> values = Unscale(c, best);
+  // Ceres only accepts steps whose residuals evaluate, so this is a last line of defence: the
+  // covariance must never be computed at a point where the model is not finite.
+  const std::string bad_final = NonFinitePoint(c, data, best, "fitted parameter values");
+  if (!bad_final.empty()) {
+    res.converged = false;
+    res.warnings.push_back(bad_final + "; no standard errors");
+  }
 
   // Residuals and goodness of fit.
   size_t nfree = std::count(c.free.begin(), c.free.end(), 1);
@@ -422,7 +533,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
   // Covariance of the scaled parameters, then in parameter units.
   res.params.resize(np);
   std::vector<std::vector<double>> cov(np, std::vector<double>(np, kNaN));
-  if (res.dof > 0 && nfree > 0) {
+  if (res.dof > 0 && nfree > 0 && bad_final.empty()) {
     std::vector<double> xb = best;
     Built b = BuildProblem(c, &xb, all_rows);
     ceres::Covariance::Options co;
@@ -487,6 +598,7 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
 
   // Leave-one-out cross-validation: refit without each design point, predict it.
   std::vector<std::vector<double>> cv_ape(c.responses.size());
+  std::vector<std::string> cv_failed;
   bool do_cv = opts.cross_validate && static_cast<int>(data.rows.size()) <= opts.max_cv_rows &&
                data.rows.size() > nfree + 1;
   if (do_cv) {
@@ -513,9 +625,20 @@ FitResult Fit(const Model& model, const DataTable& data, const FitOptions& opts)
         if (!same_point(ob.row) || ob.y == 0) continue;
         size_t k =
             std::find(c.responses.begin(), c.responses.end(), ob.response) - c.responses.begin();
-        cv_ape[k].push_back(std::fabs(Predict(c, ob.response, i, v) - ob.y) / std::fabs(ob.y) *
-                            100);
+        double pred = Predict(c, ob.response, ob.row, v);
+        if (!std::isfinite(pred)) {
+          cv_failed.push_back(data.RowOrigin(ob.row));
+          continue;
+        }
+        cv_ape[k].push_back(std::fabs(pred - ob.y) / std::fabs(ob.y) * 100);
       }
+    }
+    if (!cv_failed.empty()) {
+      res.warnings.push_back("leave-one-out: the model refitted without " + cv_failed.front() +
+                             (cv_failed.size() > 1
+                                  ? " (and " + std::to_string(cv_failed.size() - 1) + " more)"
+                                  : std::string()) +
+                             " predicts a value that is not finite there; left out of LOO.MAPE");
     }
   } else if (opts.cross_validate) {
     res.warnings.push_back("leave-one-out cross-validation skipped (" +

@@ -324,5 +324,115 @@ TEST(Fit, RobustLossResistsAnOutlier) {
   EXPECT_GT(std::fabs(b1_plain - 4e-6), 0.05 * 4e-6);
 }
 
+// Issue 16, item 6: a data row where the model is not finite (p = 0 divides by zero in Opal)
+// gave screens of Ceres log and a SIGSEGV in the covariance; now the fit refuses it up front,
+// naming the row, the response, the component and the values it read.
+TEST(Fit, NonFiniteResidualAtTheStartNamesRowAndComponent) {
+  Model m = Builtin("opal");
+  DataTable d =
+      ParseCsv(ToCsv(Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.0, 1)), "runs.csv");
+  d.rows[3][d.Column("p")] = 0;
+  FitOptions o;
+  o.cross_validate = false;
+  ::testing::internal::CaptureStderr();
+  try {
+    Fit(m, d, o);
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    std::string w = e.what();
+    EXPECT_EQ(w.find("runs.csv:5: response 't_opal' (column t_wall) of model opal is inf at the "
+                     "initial parameter values (component 't_par_comp' is inf"),
+              0u)
+        << w;
+    EXPECT_NE(w.find("p=0"), std::string::npos) << w;
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Fit, NonFiniteModelConstantsAndDataAreErrors) {
+  DataTable d;
+  d.source = "inline";
+  d.columns = {"bytes", "time"};
+  d.rows = {{1, 2}, {2, 4.1}, {3, 5.9}};
+  for (const char* expr : {"k * bytes / 0", "k * 1e308 * 1e308 * bytes"}) {
+    Model m = Model::Parse(std::string("name = \"m\"\n[factors]\nbytes = \"b\"\n[parameters]\n"
+                                       "k = { initial = 1 }\n[total]\ncolumn = \"time\"\n"
+                                       "expr = \"") +
+                               expr + "\"\n",
+                           "m.toml");
+    try {
+      Fit(m, d, FitOptions());
+      FAIL() << expr << ": no error";
+    } catch (const FitError& e) {
+      EXPECT_NE(std::string(e.what()).find("inline row 1: response 'time' (column time) of model "
+                                           "m is inf at the initial parameter values"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  Model line = Model::Parse(
+      "name = \"m\"\n[factors]\nbytes = \"b\"\n[parameters]\nk = { initial = 1 }\n[total]\n"
+      "column = \"time\"\nexpr = \"k * bytes\"\n",
+      "m.toml");
+  DataTable inf_factor = d;
+  inf_factor.rows[1][0] = INFINITY;
+  EXPECT_THROW(Fit(line, inf_factor, FitOptions()), FitError);
+  DataTable inf_time = d;
+  inf_time.rows[2][1] = INFINITY;
+  EXPECT_THROW(Fit(line, inf_time, FitOptions()), FitError);
+}
+
+// Issue 16, item 6: where the solver (here: extra starts sampled inside the bounds) reaches
+// points where a residual is not finite, the step is rejected without Ceres writing to the
+// terminal, and the fit still finds the truth.
+TEST(Fit, NonFiniteStepsAreRejectedSilently) {
+  Model m = Model::Parse(R"M(
+name = "logb"
+[factors]
+x = "x"
+[parameters]
+a = { initial = 1, lower = 0.1, upper = 10 }
+b = { initial = 0, lower = 0, upper = 10 }
+[total]
+column = "y"
+expr = "a * log(x - b)"
+)M",
+                         "logb.toml");
+  DataTable d;
+  d.source = "inline";
+  d.columns = {"x", "y"};
+  for (double x = 2; x <= 8; x += 1) d.rows.push_back({x, 2 * std::log(x - 0.5)});
+  FitOptions o;
+  o.starts = 8;
+  o.cross_validate = false;
+  ::testing::internal::CaptureStderr();
+  FitResult r = Fit(m, d, o);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(r.converged) << r.solver_message;
+  EXPECT_NEAR(r.params[0].value, 2, 1e-6);
+  EXPECT_NEAR(r.params[1].value, 0.5, 1e-6);
+}
+
+// Issue 16, item 13: --fix ignored the parameter's bounds.
+TEST(Fit, FixedValueOutsideBoundsIsRefused) {
+  Model m = Builtin("opal");
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), kOpalTruth, 0.0, 1);
+  FitOptions o;
+  o.fixed["a1"] = -5;
+  try {
+    Fit(m, d, o);
+    FAIL() << "no error";
+  } catch (const FitError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot fix 'a1' at -5: outside its bounds [0.001, "
+                                         "1e+06] in model opal"),
+              std::string::npos)
+        << e.what();
+  }
+  o.fixed["a1"] = 100;  // inside: fine
+  o.cross_validate = false;
+  EXPECT_TRUE(Fit(m, d, o).converged);
+}
+
 }  // namespace
 }  // namespace invmw::fit

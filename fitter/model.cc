@@ -1,6 +1,7 @@
 #include "fitter/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -46,6 +47,22 @@ TextOrigin StringOrigin(const std::vector<std::string>& lines, const toml::node&
     }
   }
   return {line, col + 1};
+}
+
+// The expression around an error position: a 30000-character expression must not be echoed
+// whole into a message.
+std::string Excerpt(const std::string& text, int line, int column) {
+  constexpr size_t kMax = 80;
+  if (text.size() <= kMax) return text;
+  size_t at = 0;
+  for (int l = 1; l < line && at < text.size(); ++l) {
+    size_t nl = text.find('\n', at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  at = std::min(text.size(), at + static_cast<size_t>(std::max(column - 1, 0)));
+  size_t from = at > kMax / 2 ? at - kMax / 2 : 0;
+  size_t to = std::min(text.size(), from + kMax);
+  return (from > 0 ? "..." : "") + text.substr(from, to - from) + (to < text.size() ? "..." : "");
 }
 
 class Loader {
@@ -115,8 +132,19 @@ class Loader {
     }
   }
 
+  // TOML admits nan and inf; neither is a usable initial value, bound or default (leaving a
+  // bound out already means "unbounded").
   double Number(const toml::node& n, const std::string& what) {
-    if (auto v = n.value<double>()) return *v;
+    if (auto v = n.value<double>()) {
+      if (!std::isfinite(*v)) {
+        Fail(n, what + " must be a finite number, not " +
+                    (std::isnan(*v) ? "nan"
+                     : *v > 0       ? "inf"
+                                    : "-inf") +
+                    " (leave a bound out for none)");
+      }
+      return *v;
+    }
     Fail(n, what + " must be a number");
   }
 
@@ -238,8 +266,21 @@ class Loader {
           throw ExprError("'" + name + "' is defined in terms of itself", 0, 0, name);
         }
         if (!p.done) {
+          // A chain of definitions each naming the next recurses once per link.
+          if (chain_ >= Expr::kMaxNesting) {
+            throw ExprError("definitions nest deeper than " + std::to_string(Expr::kMaxNesting) +
+                                " (at '" + name + "')",
+                            0, 0, name);
+          }
           p.busy = true;
-          p.expr = Compile(p.text, *p.node);
+          ++chain_;
+          try {
+            p.expr = Compile(p.text, *p.node);
+          } catch (...) {
+            --chain_;
+            throw;
+          }
+          --chain_;
           p.busy = false;
           p.done = true;
         }
@@ -254,7 +295,7 @@ class Loader {
       int line = o.line + e.line - 1;
       int col = e.line == 1 ? o.column + e.column - 1 : e.column;
       throw ModelError(source_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " +
-                       e.what() + " in expression \"" + text + "\"");
+                       e.what() + " in expression \"" + Excerpt(text, e.line, e.column) + "\"");
     }
   }
 
@@ -354,6 +395,7 @@ class Loader {
   const std::vector<Factor>* factors_ = nullptr;
   const std::vector<Parameter>* params_ = nullptr;
   std::map<std::string, Pending> pending_;
+  int chain_ = 0;  // definitions being compiled inside each other
 };
 
 }  // namespace

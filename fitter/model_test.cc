@@ -122,6 +122,51 @@ TEST(Model, StructuralErrors) {
             std::string::npos);
 }
 
+// Issue 16, item 6: TOML admits nan and inf; `initial = nan` passed every bound check (NaN
+// compares false) and crashed the fit.
+TEST(Model, NonFiniteNumbersAreRefused) {
+  auto with = [](const std::string& param) {
+    return ErrorOf("name = \"m\"\n[factors]\nx = \"x\"\n[parameters]\n" + param +
+                   "\n[total]\nexpr = \"a * x\"\n");
+  };
+  std::string e = with("a = { initial = nan }");
+  EXPECT_NE(e.find("bad.toml:5:17: parameter 'a' initial must be a finite number, not nan"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(with("a = { initial = 1, upper = inf }").find("parameter 'a' upper must be a finite"),
+            std::string::npos);
+  EXPECT_NE(with("a = { initial = 1, lower = -inf }").find("not -inf"), std::string::npos);
+  EXPECT_NE(ErrorOf("name = \"m\"\n[factors]\nx = { default = nan }\n[parameters]\n"
+                    "a = { initial = 1 }\n[total]\nexpr = \"a * x\"\n")
+                .find("factor 'x' default must be a finite number"),
+            std::string::npos);
+}
+
+// Issue 16, item 7: recursion over user input is bounded in the model loader too.
+TEST(Model, DeepExpressionsAndDefinitionChainsAreRefused) {
+  // Deep parentheses: the error points into the file and quotes an excerpt, not 60000 chars.
+  std::string deep = std::string(30000, '(') + "a" + std::string(30000, ')');
+  std::string e = ErrorOf(std::string(kHead) + "[total]\nexpr = \"" + deep + "\"\n");
+  EXPECT_NE(e.find("bad.toml:9:209: nesting deeper than 200 at column 201"), std::string::npos)
+      << e.substr(0, 300);
+  EXPECT_LT(e.size(), 400u);
+  // A chain of definitions each naming the next recursed once per link.
+  std::string chain = std::string(kHead) + "[definitions]\n";
+  for (int i = 0; i < 30000; ++i)
+    chain += "d" + std::to_string(i) + " = \"d" + std::to_string(i + 1) + "\"\n";
+  chain += "d30000 = \"a\"\n[total]\nexpr = \"d0\"\n";
+  e = ErrorOf(chain);
+  EXPECT_NE(e.find("definitions nest deeper than 200"), std::string::npos) << e;
+  // Definitions that inline each other twice grow exponentially; the size is bounded.
+  std::string grow = std::string(kHead) + "[definitions]\nd0 = \"a\"\n";
+  for (int i = 1; i <= 20; ++i)
+    grow += "d" + std::to_string(i) + " = \"d" + std::to_string(i - 1) + " + d" +
+            std::to_string(i - 1) + "\"\n";
+  grow += "[total]\nexpr = \"d20\"\n";
+  e = ErrorOf(grow);
+  EXPECT_NE(e.find("more than 100000 nodes"), std::string::npos) << e;
+}
+
 TEST(DataTable, CsvParsingAndErrors) {
   DataTable t = ParseCsv("# runs\np, n ,t\n1,100,0.5\n2,100,\n", "d.csv");
   ASSERT_EQ(t.columns, (std::vector<std::string>{"p", "n", "t"}));

@@ -35,6 +35,10 @@ std::string FormatNumber(double v) {
   return os.str();
 }
 
+bool IsRate(const TableValue& v) {
+  return v.name.rfind("mflops", 0) == 0 || v.unit.find("/s") != std::string::npos;
+}
+
 std::string Where(const std::string& source, const toml::source_region& r) {
   return source + ":" + std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column) + ": ";
 }
@@ -62,7 +66,13 @@ std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
       tv.value = *val;
       tv.unit = (*vt)["unit"].value_or(std::string());
       tv.source = (*vt)["source"].value_or(std::string());
-      tv.std_error = (*vt)["std_error"].value_or(-1.0);
+      if (const toml::node* se = vt->get("std_error")) {
+        auto e = se->value<double>();
+        if (!e || !std::isfinite(*e) || *e < 0)
+          throw TableError(Where(source, se->source()) + field +
+                           ".std_error must be a finite number >= 0");
+        tv.std_error = *e;
+      }
       for (const auto& [vk, vv] : *vt) {
         std::string key(vk.str());
         if (key != "value" && key != "unit" && key != "source" && key != "std_error") {
@@ -85,6 +95,17 @@ std::vector<TableValue> ReadValues(const toml::table& doc, const char* section,
     if (sect == "parameters" && tv.value == 0 && tv.unit.find("/s") != std::string::npos)
       throw TableError(Where(source, v.source()) + field + " = 0 " + tv.unit +
                        ": a rate must be > 0");
+    // The transfer rule divides by compute rates and kernel times: a zero would silently zero
+    // (or blow up) the transferred compute parameters.
+    if (sect == "kernels" && !(tv.value > 0))
+      throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
+                       ": a kernel time must be > 0");
+    if (sect == "measures" && tv.unit == "s" && tv.value < 0)
+      throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
+                       " s: a time must be >= 0");
+    if (sect == "measures" && IsRate(tv) && !(tv.value > 0))
+      throw TableError(Where(source, v.source()) + field + " = " + FormatNumber(tv.value) +
+                       (tv.unit.empty() ? "" : " " + tv.unit) + ": a rate must be > 0");
     out.push_back(tv);
   }
   return out;

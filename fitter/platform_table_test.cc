@@ -82,6 +82,27 @@ TEST(PlatformTable, Errors) {
   EXPECT_NE(err("schema = 1\nname = \"x\"\n[parameters]\nb1 = inf\n").find("finite"),
             std::string::npos);
   EXPECT_EQ(err("schema = 1\nname = \"x\"\n[parameters]\nb5 = 0\n"), "");  // a zero time
+  // Issue 16, item 13: a zero compute rate or kernel time silently zeroed a2..a4 in transfer.
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[measures]\nmflops_adjusted = { value = 0, unit = "
+                "\"MFlop/s\" }\n")
+                .find("t.toml:4:19: measures.mflops_adjusted = 0 MFlop/s: a rate must be > 0"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[measures]\nmflops_adjusted = -3\n")
+                .find("measures.mflops_adjusted = -3: a rate must be > 0"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[measures]\nmflops_adjusted = nan\n").find("finite"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[kernels]\na2 = 0\n")
+                .find("kernels.a2 = 0: a kernel time must be > 0"),
+            std::string::npos);
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[parameters]\na2 = { value = 1, std_error = nan }\n")
+                .find("parameters.a2.std_error must be a finite number >= 0"),
+            std::string::npos);
+  EXPECT_EQ(err("schema = 1\nname = \"x\"\n[measures]\nlatency = { value = 0, unit = \"s\" }\n"),
+            "");  // not a rate
+  EXPECT_NE(err("schema = 1\nname = \"x\"\n[measures]\nlatency = { value = -1e-6, unit = \"s\" }\n")
+                .find("measures.latency = -1e-06 s: a time must be >= 0"),
+            std::string::npos);
   EXPECT_THROW(ResolvePlatformTable("no-such-platform", ""), TableError);
 }
 

@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "fitter/file_io.h"
+
 namespace invmw::fit {
 
 namespace {
@@ -517,9 +519,11 @@ PlotFiles RenderWith(const Data& d, const PlotOptions& o, std::string (*dat)(con
   f.data = (dir / (base + ".dat")).string();
   f.script = (dir / (base + ".gp")).string();
   auto write = [](const std::string& path, const std::string& text) {
-    std::ofstream os(path);
-    os << text;
-    if (!os) throw PlotError(path + ": cannot write");
+    try {
+      WriteFileAtomic(path, text);
+    } catch (const FileError& e) {
+      throw PlotError(e.what());
+    }
   };
   write(f.data, dat(d));
   write(f.script, Header(what, base, o.command_line) + script(d, base, terms));

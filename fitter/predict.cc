@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 
 namespace invmw::fit {
 
@@ -58,11 +59,24 @@ ResolvedParameters ResolveParameters(const Model& model, const PlatformTable& ta
       const TableValue* rk = ref->Kernel(p.name);
       const TableValue* tm = target.Measure("mflops_adjusted");
       const TableValue* rm = ref->Measure("mflops_adjusted");
-      if (tk && rk && rk->value > 0) {
+      // Tables built in code bypass the loader's checks; a zero, negative or non-finite rate
+      // or kernel time would silently zero (or blow up) the transferred value.
+      for (const auto& [tab, field, v] :
+           {std::tuple<const PlatformTable*, std::string, const TableValue*>{
+                &target, "kernels." + p.name, tk},
+            {ref, "kernels." + p.name, rk},
+            {&target, "measures.mflops_adjusted", tm},
+            {ref, "measures.mflops_adjusted", rm}}) {
+        if (v && !(std::isfinite(v->value) && v->value > 0)) {
+          throw PredictError("platform table " + tab->path + ": " + field + " = " + Num(v->value) +
+                             ", expected a finite number > 0 to transfer " + p.name);
+        }
+      }
+      if (tk && rk) {
         double f = tk->value / rk->value;
         r.values.push_back(rv->value * f);
         r.origins.push_back("reference " + ref->name + " x kernel time ratio " + Num(f));
-      } else if (tm && rm && tm->value > 0) {
+      } else if (tm && rm) {
         double f = rm->value / tm->value;
         r.values.push_back(rv->value * f);
         r.origins.push_back("reference " + ref->name + " x compute rate ratio " + Num(rm->value) +

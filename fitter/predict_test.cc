@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace invmw::fit {
@@ -81,6 +82,38 @@ TEST(Predict, TransferRuleScalesComputeAndTakesCommunicationFromTheTarget) {
   EXPECT_EQ(r.notes.size(), 4u);  // a2, a3, a4 unscaled; b5 from the reference
   // Without a reference every parameter must be in the table.
   EXPECT_THROW(ResolveParameters(m, bare, nullptr), PredictError);
+}
+
+// Issue 16, item 13: a zero (or negative, NaN, inf) compute rate in a table built in code (or
+// edited after loading) silently zeroed the transferred a2..a4.
+TEST(Predict, TransferRefusesRatesThatAreNotPositive) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  PlatformTable ref;
+  ref.name = "calibrated";
+  ref.path = "calibrated.toml";
+  ref.parameters = {{"a1", 2.5, "MB/s", "fit", 0.1}, {"b1", 0.012, "s", "fit", -1},
+                    {"a2", 2e-7, "s", "fit", -1},    {"a3", 1e-6, "s", "fit", -1},
+                    {"a4", 3e-6, "s", "fit", -1},    {"b5", 0.02, "s", "fit", -1}};
+  PlatformTable fast = LoadPlatformTable(ResolvePlatformTable("fast-cops", ""));
+  for (double bad : {0.0, -80.0, double(NAN), double(INFINITY)}) {
+    ref.measures = {{"mflops_adjusted", bad, "MFlop/s", "", -1}};
+    try {
+      ResolveParameters(m, fast, &ref);
+      FAIL() << bad << ": no error";
+    } catch (const PredictError& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("platform table calibrated.toml: measures.mflops_adjusted = "),
+          std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected a finite number > 0 to transfer a2"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ref.measures = {{"mflops_adjusted", 80, "MFlop/s", "", -1}};
+  fast.kernels = {{"a3", 0, "s", "", -1}};
+  ref.kernels = {{"a3", 1e-9, "s", "", -1}};
+  EXPECT_THROW(ResolveParameters(m, fast, &ref), PredictError);
 }
 
 TEST(Predict, SweepsSettingsAndErrors) {

@@ -195,7 +195,7 @@ calibrate() {  # platform fit-name
     > "$out/$2.json" || rc=$?
   [[ $rc -le 1 ]] || { echo "pipeline: fit on $1 failed (see $out/$2.json)" >&2; exit 1; }
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" --no-cv \
-    --base-table "$out/tables/$1.toml" --out "$out/tables/$2.toml" \
+    --base-table "$out/tables/$1.toml" --out "$out/tables/$2.toml" --force \
     --platform-name "$2" > "$out/$2.txt" || true
   [[ $rc -eq 0 ]] || echo "pipeline: warning: the fit on $1 did not converge (see $out/$2.txt)"
   grep -E '^ *(a[1-4]|b[15]) ' "$out/$2.txt" | head -6 | sed 's/^/  /'
