@@ -95,7 +95,8 @@ struct WaitCandidate {
 // One top-level MPI call (or pause) of a rank.
 struct Call {
   double start = 0, end = 0;
-  double flush = 0;  // time in invmw:flush inside the call
+  double flush = 0;    // time in invmw:flush inside the call
+  uint32_t calls = 1;  // a coalesced visit of unsuccessful tests stands for several
   Kind kind = Kind::kOtherMpi;
   bool p2p_data = false;   // completed or started a message
   bool coll_done = false;  // completed (part of) a collective
@@ -194,6 +195,7 @@ void ScanLocation(const Trace& t, const std::vector<Kind>& kinds,
           in_call = true;
           cur = Call();
           cur.start = e.time;
+          cur.calls = e.calls;
           cur.kind = k;
           cur.phase = phase;
           cands.clear();
@@ -420,7 +422,7 @@ void Segments(RankWork& w) {
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
     gap(t, s);
-    ++tl.calls;
+    tl.calls += c.calls;
     double a = s;
     if (c.wait_until > a && c.wait_rank >= 0) {
       const double u = std::min(c.wait_until, e);

@@ -53,7 +53,9 @@ enum RecordType : uint8_t {
   kCall = 0,        // one MPI call: Enter at t_enter, Leave at t_leave
   kCompletion = 1,  // a nonblocking operation completed inside the next kCall record of the
                     // same thread (a Wait/Test): at t_enter; request = its id
-  kTestFail = 2,    // an unsuccessful Test/Iprobe (coalesced: bytes_sent = number of calls)
+  kTestFail = 2,    // an unsuccessful Test/Iprobe (coalesced: bytes_sent = number of calls,
+                    // bytes_recv = ticks inside them, t_enter/t_leave the first entry and the
+                    // last exit; 0 in files of older versions)
   kFlush = 3,       // the runtime flushed buffers inside a call: t_enter..t_leave
   kCancelled = 4,   // a request was cancelled (request = its id)
   kPause = 5,       // MPI_Pcontrol(0): recording paused at t_enter, resumed at t_leave

@@ -77,6 +77,7 @@ struct State {
   OTF2_AttributeRef attr_source = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_tag = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_comm = OTF2_UNDEFINED_ATTRIBUTE;
+  OTF2_AttributeRef attr_coalesced = OTF2_UNDEFINED_ATTRIBUTE;
   std::vector<PendingSend> sends;
   std::vector<PendingRecv> recvs;
   size_t seq = 0;
@@ -161,6 +162,7 @@ OTF2_CallbackCode DefAttribute(void* u, OTF2_AttributeRef self, OTF2_StringRef n
   if (n == "invmw:posted_source" && type == OTF2_TYPE_INT32) S(u)->attr_source = self;
   if (n == "invmw:posted_tag" && type == OTF2_TYPE_INT32) S(u)->attr_tag = self;
   if (n == "invmw:posted_comm" && type == OTF2_TYPE_COMM) S(u)->attr_comm = self;
+  if (n == "invmw:coalesced_calls" && type == OTF2_TYPE_UINT64) S(u)->attr_coalesced = self;
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
@@ -193,6 +195,11 @@ OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
   size_t li;
   TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kEnter, &li);
   e.region = region;
+  uint64_t calls = 0;
+  if (attrs && S(u)->attr_coalesced != OTF2_UNDEFINED_ATTRIBUTE &&
+      OTF2_AttributeList_GetUint64(attrs, S(u)->attr_coalesced, &calls) == OTF2_SUCCESS &&
+      calls > 1)
+    e.calls = uint32_t(std::min<uint64_t>(calls, UINT32_MAX));
   S(u)->open_enters[li].push_back(e.time);
   return OTF2_CALLBACK_SUCCESS;
 }

@@ -54,6 +54,7 @@ struct TraceEvent {
   int32_t peer = -1;  // p2p: world rank of the other side; collectives: root (world)
   uint32_t tag = 0;
   uint32_t coll_op = UINT32_MAX;
+  uint32_t calls = 1;  // Enter: the calls one visit stands for (invmw:coalesced_calls)
   Type type = kOther;
 };
 const char* EventTypeName(TraceEvent::Type t);

@@ -61,12 +61,16 @@ void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t 
   e.tag2 = tag2;
   if (type == trace::kTestFail) {
     e.bytes_sent = 1;  // the number of calls the record stands for
+    // Ticks spent inside the calls: the application's work between coalesced polls is not
+    // time in MPI, so the converter needs the sum, not only the first entry and last exit.
+    e.bytes_recv = e.t_leave - e.t_enter;
     if (g.trace_coalesce) {
       trace::EventRecord& pf = ts_->pending_fail;
       if (ts_->has_pending_fail && pf.func == e.func && pf.request == e.request &&
           pf.comm == e.comm) {
         pf.t_leave = e.t_leave;
         pf.bytes_sent++;
+        pf.bytes_recv += e.bytes_recv;
         return;
       }
       FlushPendingFail(ts_);
