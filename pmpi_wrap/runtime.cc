@@ -561,11 +561,12 @@ void StartSampler() {
   if (g_nonmpi) {  // a singleton MPI program: the MPI-aware sampler takes over
     g_nonmpi = false;
     sampler::Stop();
-    // Its files in this run's directory are this process's own, made at load time: the new
+    // Its files in this run's directory are this process's own, created at load time: the new
     // sampler creates them again (it never writes over an existing file).
-    for (const auto& n :
-         {samples::MetricsFileName(0), samples::SamplesFileName(0), samples::ResourcesFileName(0)})
+    for (const auto& n : {samples::MetricsFileName(0), samples::SamplesFileName(0)})
       unlink((g.output_dir + "/raw/" + n).c_str());
+    if (sampler::LastStats().wrote_resources)
+      unlink((g.output_dir + "/raw/" + samples::ResourcesFileName(0)).c_str());
   }
   int local_rank = 0;
   MPI_Comm node = MPI_COMM_NULL;

@@ -258,6 +258,7 @@ class Sampler {
     s.thread_cpu_s = thread_cpu_s_;
     s.open_cpu_s = open_cpu_s_;
     s.num_metrics = metrics_.size();
+    s.wrote_resources = wrote_resources_;
     if (streamer_) s.datagrams_sent = streamer_->sent(), s.datagrams_dropped = streamer_->dropped();
     return s;
   }
@@ -543,7 +544,10 @@ class Sampler {
     const std::string s = r.dump(2) + "\n";
     WriteAll(fd, s.data(), s.size());
     if (close(fd) != 0) Warn("sampler: cannot write " + tmp + ": " + std::strerror(errno));
-    if (!PublishNewFile(tmp, path)) Existing(errno, path);
+    if (PublishNewFile(tmp, path))
+      wrote_resources_ = true;
+    else
+      Existing(errno, path);
   }
 
   // An output file not written: an entry of its name existed (reported to the runtime), or
@@ -567,6 +571,7 @@ class Sampler {
   uint64_t samples_ = 0, start_ticks_ = 0;
   std::string last_control_;
   double thread_cpu_s_ = 0, open_cpu_s_ = 0;
+  bool wrote_resources_ = false;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -66,6 +66,7 @@ struct Stats {
   double thread_cpu_s = 0;  // CPU time of the sampling thread itself (after Stop)
   double open_cpu_s = 0;    // of which opening the sources (PAPI initialisation, files)
   size_t num_metrics = 0;
+  bool wrote_resources = false;  // Stop created raw/resources-R.json
 };
 Stats LastStats();
 
