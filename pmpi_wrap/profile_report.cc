@@ -500,7 +500,7 @@ void RenderResources(const json& p, std::ostringstream& os) {
 // there is not ours, and a link planted there is never followed). The temporary's name is not
 // guessable and it is created exclusively, so nothing planted can redirect the write either.
 static bool WriteAtomically(const std::string& path, const std::string& data, bool replace,
-                            std::string* error) {
+                            std::string* error, std::string* existed) {
   static std::atomic<unsigned> serial{0};
   std::string tmp;
   int fd = -1;
@@ -534,21 +534,25 @@ static bool WriteAtomically(const std::string& path, const std::string& data, bo
   }
   if (replace ? std::rename(tmp.c_str(), path.c_str()) == 0 : PublishNewFile(tmp, path))
     return true;
-  *error = errno == EEXIST ? path +
-                                 ": something is there already (invmw never writes over or "
-                                 "through an entry it did not create); not written"
-                           : path + ": rename failed: " + std::strerror(errno);
+  const int err = errno;
+  if (err == EEXIST && existed) *existed = path;
+  *error = err == EEXIST ? path +
+                               ": something is there already (invmw never writes over or "
+                               "through an entry it did not create); not written"
+                         : path + ": rename failed: " + std::strerror(err);
   unlink(tmp.c_str());
   return false;
 }
 
-bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace) {
-  return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", replace, error);
+bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace,
+               std::string* existed) {
+  return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", replace, error, existed);
 }
 
-bool WriteProfile(const std::string& dir, const json& profile, std::string* error, bool replace) {
-  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", replace, error) &&
-         WriteAtomically(dir + "/profile.txt", RenderText(profile), replace, error);
+bool WriteProfile(const std::string& dir, const json& profile, std::string* error, bool replace,
+                  std::string* existed) {
+  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", replace, error, existed) &&
+         WriteAtomically(dir + "/profile.txt", RenderText(profile), replace, error, existed);
 }
 
 bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found) {

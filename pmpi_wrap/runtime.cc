@@ -89,6 +89,7 @@ char g_refused_path[512];
 // The run's directory when it is not the one asked for, said once at the end (rank 0).
 std::string g_dir_note;
 bool g_meta_written = false;  // rank 0 created meta.json: later writes may replace it
+bool g_meta_refused = false;  // something else was at meta.json: invmw leaves it alone
 
 // Set in a child the application forked (system(), popen(), fork()): it is not a rank, so it
 // records nothing and writes nothing (its exit would overwrite the rank's files), and it must
@@ -402,9 +403,13 @@ void FinishNonMpi() {
   nlohmann::json p = profile::BuildProfile({rank}, g_meta, false);
   p["non_mpi"] = true;
   AttachResourcesSafely(&p);
-  if (!profile::WriteProfile(g.output_dir, p, &err, false))
-    Warn(err);
-  else if (!g.cfg.RUNTIME_QUIET)
+  std::string existed;
+  if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
+    if (existed.empty())
+      Warn(err);
+    else
+      OutputExists(existed.c_str());
+  } else if (!g.cfg.RUNTIME_QUIET)
     std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
   WarnAtEnd(g_outputs_refused.load());
 }
@@ -708,11 +713,13 @@ void OnInit(uint64_t enter_ticks) {
     g_meta.world_size = g.world_size;
     g_meta.config = g.cfg.effective;
     if (g.trace_on) g_meta.clock_sync = TraceClockSync();
-    std::string err;
-    if (!profile::WriteMeta(g.output_dir, g_meta, &err, false))
+    std::string err, existed;
+    if (profile::WriteMeta(g.output_dir, g_meta, &err, false, &existed))
+      g_meta_written = true;
+    else if (existed.empty())
       Warn(err);
     else
-      g_meta_written = true;
+      OutputExists(existed.c_str()), g_meta_refused = true;  // reported at the end
   }
   if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
   StartSampler();
@@ -728,10 +735,15 @@ void OnFinalize() {
   if (g.trace_on) {
     TraceFinalize();
     // The finalize offsets complete the run metadata, in meta.json as in the profile below.
-    if (g.rank == 0 && !g.output_dir.empty()) {
+    if (g.rank == 0 && !g.output_dir.empty() && !g_meta_refused) {
       g_meta.clock_sync = TraceClockSync();
-      std::string err;
-      if (!profile::WriteMeta(g.output_dir, g_meta, &err, g_meta_written)) Warn(err);
+      std::string err, existed;
+      if (profile::WriteMeta(g.output_dir, g_meta, &err, g_meta_written, &existed))
+        g_meta_written = true;
+      else if (existed.empty())
+        Warn(err);
+      else
+        OutputExists(existed.c_str());
     }
   }
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
@@ -778,9 +790,15 @@ void OnFinalize() {
       try {
         nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
         AttachResourcesSafely(&p);
-        if (!profile::WriteProfile(g.output_dir, p, &err, false))
-          Warn(err);
-        else if (!g.cfg.RUNTIME_QUIET)
+        std::string existed;
+        if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
+          if (existed.empty()) {
+            Warn(err);
+          } else {  // reported with the others at the end
+            OutputExists(existed.c_str());
+            ++all_refused;
+          }
+        } else if (!g.cfg.RUNTIME_QUIET)
           std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
         if (const std::string d = profile::DroppedNote(p); !d.empty()) Warn("not recorded: " + d);
       } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
