@@ -780,10 +780,14 @@ void OnFinalize() {
       Warn("the ranks' data could not be gathered; `invmw profile " + g.output_dir +
            "` builds the profile from the files each rank saved");
     } else if (g.rank == 0) {
-      std::vector<profile::RankData> ranks(g.world_size);
+      // A rank whose data does not parse is missing from the profile, not a phantom rank.
+      std::vector<profile::RankData> ranks;
       for (int i = 0; i < g.world_size; ++i) {
         std::string err;
-        if (!profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &ranks[i], &err))
+        profile::RankData r;
+        if (profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &r, &err))
+          ranks.push_back(std::move(r));
+        else
           Warn("rank " + std::to_string(i) + ": " + err);
       }
       std::string err;
