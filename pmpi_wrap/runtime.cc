@@ -768,8 +768,8 @@ void OnFinalize() {
     if (g.rank == 0) {
       displs.resize(g.world_size);
       size_t total = 0;
-      for (int i = 0; i < g.world_size; ++i)
-        displs[i] = int(total), total += gathered ? size_t(sizes[i]) : 0;
+      if (!gathered) std::fill(sizes.begin(), sizes.end(), 0);  // receive nothing
+      for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
       all.resize(total);
     }
     // Every rank calls it even after a failed size gather, so that nobody waits for a partner.
