@@ -159,7 +159,7 @@ void Forward(int sig) {
 int Run(int argc, char** argv) {
   std::string out, lib, mpi;
   std::vector<std::string> env, command;
-  bool quiet = false, trace = false, collect = false;
+  bool quiet = false, trace = false, collect = false, force = false;
   Args args("invmw run [options] -- <launcher> [launcher options] <program> [args]",
             "Runs an unmodified MPI job with the invmw library preloaded into every rank, and\n"
             "writes the run's profile (profile.txt, profile.json) into one experiment\n"
@@ -183,6 +183,10 @@ int Run(int argc, char** argv) {
       .Flag("--collect", &collect,
             "receive the ranks' live sample stream with `invmw collect` during the run (logs in "
             "DIR/collect/, see docs/sampler.md)")
+      .Flag("--force", &force,
+            "replace an earlier run in the experiment directory: removes only invmw's own files "
+            "there (meta.json, profile.*, raw/, the OTF2 archive); same as --env "
+            "INVMW_OUTPUT_REPLACE=1")
       .Flag("--quiet", &quiet, "print nothing but errors")
       .Rest("COMMAND", &command, "the launcher (or program) and its arguments")
       .Epilog(
@@ -256,8 +260,20 @@ int Run(int argc, char** argv) {
   bool profile_enabled = true;
   if (bool b; config::ParseBool(setting("INVMW_PROFILE_ENABLE"), &b)) profile_enabled = b;
   struct stat st;
-  if (stat((out + "/profile.json").c_str(), &st) == 0)
-    return Fail(out + " already holds a profile; choose another --out");
+  // An earlier run's directory: refused before the job starts (the ranks would not write into
+  // it either), unless the user asked to replace it.
+  if (bool b; config::ParseBool(setting("INVMW_OUTPUT_REPLACE"), &b) && b) force = true;
+  if (const auto found = EarlierRunEntries(out); !found.empty()) {
+    std::string list;
+    for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+    if (!force)
+      return Fail(out + " holds an earlier run (" + list +
+                  "); choose another --out, or give --force to replace it (removes only "
+                  "invmw's own files there)");
+    std::string err;
+    if (!RemoveEarlierRun(out, &err)) return Fail(err);
+    if (!quiet) std::fprintf(stderr, "invmw: replaced the earlier run in %s\n", out.c_str());
+  }
   {
     // Refused before the job starts: the ranks could not write there either.
     std::error_code ec;

@@ -1,9 +1,13 @@
 #include "pmpi_wrap/profile_report.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +15,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "common/run_dir.h"
 
 namespace invmw::profile {
 
@@ -489,35 +495,64 @@ void RenderResources(const json& p, std::ostringstream& os) {
 
 }  // namespace
 
-static bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      *error = tmp + ": cannot create";
-      return false;
-    }
-    out << data;
-    if (!out.flush()) {
-      *error = tmp + ": write failed";
+// Writes data to a new temporary file beside path, then gives it the name path: replacing what
+// is there (replace) or only when nothing is (a run's first write into its directory: an entry
+// there is not ours, and a link planted there is never followed). The temporary's name is not
+// guessable and it is created exclusively, so nothing planted can redirect the write either.
+static bool WriteAtomically(const std::string& path, const std::string& data, bool replace,
+                            std::string* error, std::string* existed) {
+  static std::atomic<unsigned> serial{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++) + "." +
+          std::to_string(ts.tv_nsec);
+    fd = CreateNewFile(tmp);
+    if (fd < 0 && errno != EEXIST) {
+      *error = tmp + ": cannot create: " + std::strerror(errno);
       return false;
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = path + ": rename failed";
-    std::remove(tmp.c_str());
+  if (fd < 0) {
+    *error = path + ": no free temporary name beside it";
     return false;
   }
-  return true;
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = write(fd, data.data() + done, data.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += size_t(w);
+  }
+  const bool closed = close(fd) == 0;
+  if (done != data.size() || !closed) {
+    *error = tmp + ": write failed: " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (replace ? std::rename(tmp.c_str(), path.c_str()) == 0 : PublishNewFile(tmp, path))
+    return true;
+  const int err = errno;
+  if (err == EEXIST && existed) *existed = path;
+  *error = err == EEXIST ? path +
+                               ": something is there already (invmw never writes over or "
+                               "through an entry it did not create); not written"
+                         : path + ": rename failed: " + std::strerror(err);
+  unlink(tmp.c_str());
+  return false;
 }
 
-bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error) {
-  return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", error);
+bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace,
+               std::string* existed) {
+  return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", replace, error, existed);
 }
 
-bool WriteProfile(const std::string& dir, const json& profile, std::string* error) {
-  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", error) &&
-         WriteAtomically(dir + "/profile.txt", RenderText(profile), error);
+bool WriteProfile(const std::string& dir, const json& profile, std::string* error, bool replace,
+                  std::string* existed) {
+  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", replace, error, existed) &&
+         WriteAtomically(dir + "/profile.txt", RenderText(profile), replace, error, existed);
 }
 
 bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found) {
@@ -555,6 +590,10 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
   for (const auto& n : names) {
     RankData r;
     std::string err;
+    // The runtime creates its rank's file at MPI_Init and fills it at the end: an empty one is
+    // a rank that saved nothing (killed), like a missing one.
+    struct stat st;
+    if (stat((raw_dir + "/" + n).c_str(), &st) == 0 && st.st_size == 0) continue;
     if (ReadDumpFile(raw_dir + "/" + n, &r, &err))
       ranks.push_back(std::move(r));
     else

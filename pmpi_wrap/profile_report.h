@@ -40,8 +40,11 @@ struct RunMeta {
 nlohmann::json MetaToJson(const RunMeta& m);
 bool MetaFromJson(const nlohmann::json& j, RunMeta* m, std::string* error);
 // Writes dir/meta.json through a temporary file and rename: rank 0 rewrites it at MPI_Finalize,
-// and a run killed meanwhile must still leave the version written at MPI_Init.
-bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error);
+// and a run killed meanwhile must still leave the version written at MPI_Init. replace = false
+// (a run's first write): fails, changing nothing, when an entry named meta.json exists, and
+// sets *existed (when given) to its path.
+bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace = true,
+               std::string* existed = nullptr);
 
 // Parses one dump (header + records). Errors name what is wrong.
 bool ParseDump(const void* data, size_t size, RankData* out, std::string* error);
@@ -65,8 +68,11 @@ std::string RenderText(const nlohmann::json& profile);
 int AttachResources(nlohmann::json* profile, const std::string& dir);
 
 // Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
-// reader never sees half a profile.
-bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error);
+// reader never sees half a profile. replace = false (the runtime's write into its new run
+// directory): an existing entry of either name is left alone, the write fails and *existed
+// (when given) is set to the entry's path.
+bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error,
+                  bool replace = true, std::string* existed = nullptr);
 
 // Builds the profile of dir from raw/rank-*.bin and meta.json (after an abnormal end). Returns
 // false with an error when there is nothing to merge.

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/run_dir.h"
+#include "common/sample_format.h"
 #include "invmw_version.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
@@ -55,7 +56,9 @@ int g_max_threads = 0;
 std::atomic<int> g_thread_count{0};
 
 // ---- abnormal-end support: everything a signal handler needs, prepared at init ---------------
-char g_dump_path[4096];
+// This rank's raw file, created at init (exclusively: see common/run_dir.h) and written once,
+// by whichever end comes first.
+int g_dump_fd = -1;
 char* g_dump_buf = nullptr;
 size_t g_dump_cap = 0;
 std::atomic<bool> g_dumped{false};
@@ -65,15 +68,28 @@ constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
 struct sigaction g_old_actions[sizeof(kSignals) / sizeof(kSignals[0])];
 profile::RunMeta g_meta;
 
-void WriteAll(int fd, const char* p, size_t n) {
+// Async-signal-safe. False when not everything was written.
+bool WriteAllAt(int fd, const char* p, size_t n, off_t at) {
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = pwrite(fd, p, n, at);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
+    if (w <= 0) return false;
     p += w;
+    at += w;
     n -= size_t(w);
   }
+  return true;
 }
+
+// ---- output files not written (OutputExists) ---------------------------------------------
+std::atomic<uint64_t> g_outputs_refused{0};
+std::atomic<bool> g_refused_path_taken{false};
+char g_refused_path[512];
+
+// The run's directory when it is not the one asked for, said once at the end (rank 0).
+std::string g_dir_note;
+bool g_meta_written = false;  // rank 0 created meta.json: later writes may replace it
+bool g_meta_refused = false;  // something else was at meta.json: invmw leaves it alone
 
 // Set in a child the application forked (system(), popen(), fork()): it is not a rank, so it
 // records nothing and writes nothing (its exit would overwrite the rank's files), and it must
@@ -93,10 +109,7 @@ void SaveRawDump(uint32_t reason, int sig) {
   SetRecording(false);
   if (g.trace_on) TraceSaveFromSignal();
   size_t n = FillRawDump(reason, sig, g_dump_buf, g_dump_cap);
-  int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  WriteAll(fd, g_dump_buf, n);
-  close(fd);
+  if (g_dump_fd >= 0) WriteAllAt(g_dump_fd, g_dump_buf, n, 0);
 }
 
 // Per entry of kSignals: the handler before ours is the application's own (not the MPI
@@ -210,6 +223,52 @@ void Warn(const std::string& msg) {
   if (g.rank <= 0) std::fprintf(stderr, "invmw: warning: %s\n", msg.c_str());
 }
 
+std::string Parent(const std::string& d) {
+  const size_t slash = d.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : d.substr(0, slash);
+}
+
+// Chooses and creates this run's directory (rank 0, or the process of a non-MPI run): d, the
+// configured or default name. An earlier run's directory (common/run_dir.h, EarlierRunEntries)
+// is replaced with INVMW_OUTPUT_REPLACE=1; otherwise it is left alone and the run goes to a new
+// directory of the default name beside it, which g_dir_note says at the end: the application
+// runs unchanged either way, and no earlier result is lost. raw/ is always created new, so the
+// rank files start in a directory of this run. Empty: no usable directory (warned).
+std::string PrepareOutputDir(std::string d) {
+  const std::string wanted = d;
+  bool fresh = false;
+  if (const auto found = EarlierRunEntries(d); !found.empty()) {
+    std::string list;
+    for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+    std::string err;
+    if (g.cfg.OUTPUT_REPLACE && RemoveEarlierRun(d, &err)) {
+      if (!g.cfg.RUNTIME_QUIET)
+        std::fprintf(stderr,
+                     "invmw: note: replaced the earlier run in %s (INVMW_OUTPUT_REPLACE=1)\n",
+                     d.c_str());
+    } else {
+      d = Parent(d) + "/" + DefaultRunDirName();
+      fresh = true;
+      g_dir_note =
+          wanted + " holds an earlier run (" + list + ")" +
+          (g.cfg.OUTPUT_REPLACE ? " that could not be replaced: " + err
+                                : ", which invmw does not overwrite") +
+          "; this run's results are in " + d +
+          (g.cfg.OUTPUT_REPLACE ? "" : " (INVMW_OUTPUT_REPLACE=1 replaces an earlier run)");
+    }
+  }
+  // The directory itself may exist (made by `invmw run`, or by the user); raw/ must not.
+  const bool made = fresh ? MakeDirs(Parent(d)) && mkdir(d.c_str(), 0755) == 0 : MakeDirs(d);
+  if (!made || mkdir((d + "/raw").c_str(), 0755) != 0) {
+    Warn("cannot create the output directory " + d + "/raw (" + std::strerror(errno) +
+         "); no profile will be written");
+    g_dir_note.clear();
+    return "";
+  }
+  return d;
+}
+
 // A library built for one MPI preloaded into a program of the other would call the wrong
 // library through wrong handle types; detect it before MPI_Init and stay out of the way.
 void CheckMpiFlavor() {
@@ -292,11 +351,9 @@ void StartNonMpi() {
   g.rank = 0;
   g.world_size = 1;
   gethostname(g.host, sizeof g.host - 1);
-  std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR;
-  if (!MakeDirs(d + "/raw")) {
-    Warn("cannot create the output directory " + d + " (" + std::strerror(errno) + ")");
-    return;
-  }
+  std::string d =
+      PrepareOutputDir(g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR);
+  if (d.empty()) return;
   g.output_dir = d;
   sampler::StartOptions o;
   o.run_dir = d;
@@ -305,12 +362,26 @@ void StartNonMpi() {
   o.config = &g.cfg;
   o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
   o.note = [](const std::string& m) { NoteOnce("sampler: " + m); };
+  o.existing = [](const std::string& p) { OutputExists(p.c_str()); };
   std::string err;
   if (!sampler::Start(o, &err)) {
     Warn("sampler not started: " + err);
     return;
   }
   g_nonmpi = true;
+}
+
+// The end of the run (rank 0): files not written because something was at their names
+// (refused, over all ranks), and the directory used instead of the one asked for.
+void WarnAtEnd(uint64_t refused) {
+  if (refused) {
+    std::string where = g_refused_path_taken.load() ? std::string(g_refused_path) : "";
+    Warn(std::to_string(refused) +
+         " output file(s) not written: an entry of the same name existed (invmw never writes "
+         "through a link or over a file it did not create)" +
+         (where.empty() ? std::string(" on other ranks") : ", e.g. " + where));
+  }
+  if (!g_dir_note.empty()) Warn(g_dir_note);
 }
 
 // At exit: the last sample, then a profile holding the wall time and the resource summary.
@@ -332,9 +403,15 @@ void FinishNonMpi() {
   nlohmann::json p = profile::BuildProfile({rank}, g_meta, false);
   p["non_mpi"] = true;
   AttachResourcesSafely(&p);
-  if (!profile::WriteProfile(g.output_dir, p, &err)) return Warn(err);
-  if (!g.cfg.RUNTIME_QUIET)
+  std::string existed;
+  if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
+    if (existed.empty())
+      Warn(err);
+    else
+      OutputExists(existed.c_str());
+  } else if (!g.cfg.RUNTIME_QUIET)
     std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+  WarnAtEnd(g_outputs_refused.load());
 }
 
 __attribute__((constructor)) void OnLoad() {
@@ -355,6 +432,7 @@ __attribute__((destructor)) void OnUnload() {
   if (g.initialized && !g.finalized) {
     if (g.cfg.PROFILE_RAW_ON_SIGNAL) SaveRawDump(raw::kEndExit, 0);
     sampler::Stop();
+    if (!g_dir_note.empty()) Warn(g_dir_note);
   }
 }
 
@@ -473,6 +551,12 @@ void NoteOnce(const std::string& msg) {
     std::fprintf(stderr, "invmw: note: %s\n", msg.c_str());
 }
 
+void OutputExists(const char* path) {
+  g.errors.fetch_add(1, std::memory_order_relaxed);
+  g_outputs_refused.fetch_add(1, std::memory_order_relaxed);
+  if (!g_refused_path_taken.exchange(true)) CopyCString(g_refused_path, path);
+}
+
 // ---- init / finalize -----------------------------------------------------------------------
 namespace {
 
@@ -482,11 +566,16 @@ void StartSampler() {
   if (g_nonmpi) {  // a singleton MPI program: the MPI-aware sampler takes over
     g_nonmpi = false;
     sampler::Stop();
+    // Its files in this run's directory are this process's own, created at load time: the new
+    // sampler creates them again (it never writes over an existing file).
+    for (const auto& n : {samples::MetricsFileName(0), samples::SamplesFileName(0)})
+      unlink((g.output_dir + "/raw/" + n).c_str());
+    if (sampler::LastStats().wrote_resources)
+      unlink((g.output_dir + "/raw/" + samples::ResourcesFileName(0)).c_str());
   }
   int local_rank = 0;
   MPI_Comm node = MPI_COMM_NULL;
-  if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-          MPI_SUCCESS &&
+  if (PMPI_Comm_split_type(g.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
       node != MPI_COMM_NULL) {
     PMPI_Comm_rank(node, &local_rank);
     PMPI_Comm_free(&node);
@@ -503,8 +592,11 @@ void StartSampler() {
   o.config = &g.cfg;
   o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
   o.note = [](const std::string& m) { NoteOnce("sampler: " + m); };
+  o.existing = [](const std::string& p) { OutputExists(p.c_str()); };
   std::string err;
-  if (!sampler::Start(o, &err)) Warn("sampler not started: " + err);
+  // A file that existed is reported at the end, with the others.
+  if (!sampler::Start(o, &err) && g_outputs_refused.load() == 0)
+    Warn("sampler not started: " + err);
 }
 
 }  // namespace
@@ -539,11 +631,21 @@ void OnInit(uint64_t enter_ticks) {
     if (!found) Warn("INVMW_WRAP_EXCLUDE names " + name + ", which invmw does not wrap; ignored");
   }
 
+  // invmw's own communicator, made before the application can use MPI_COMM_WORLD.
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &g.comm) != MPI_SUCCESS ||
+      PMPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN) != MPI_SUCCESS) {
+    Warn("cannot duplicate MPI_COMM_WORLD for invmw's own messages; nothing is recorded");
+    return;
+  }
+
   // Rank 0 chooses the output directory; every rank learns it, so ranks started with a plain
   // LD_PRELOAD agree without a launcher.
   char dir[4096] = {};
   if (g.rank == 0) {
     std::string d = g.cfg.OUTPUT_DIR.empty() ? DefaultRunDirName() : g.cfg.OUTPUT_DIR;
+    // A singleton started under INVMW_RUNTIME_NONMPI=1 made its directory at load time.
+    const bool own_dir = g_nonmpi && !g.output_dir.empty();
+    if (own_dir) d = g.output_dir;
     // Processes started by MPI_Comm_spawn form a world of their own, with ranks from 0 again,
     // and inherit the output directory: they get a directory of their own inside it, or their
     // files would replace their parents'.
@@ -554,11 +656,7 @@ void OnInit(uint64_t enter_ticks) {
         std::fprintf(stderr, "invmw: note: spawned processes (MPI_Comm_spawn) are profiled in %s\n",
                      d.c_str());
     }
-    if (!MakeDirs(d + "/raw")) {
-      Warn("cannot create the output directory " + d + " (" + std::strerror(errno) +
-           "); no profile will be written");
-      d.clear();
-    }
+    if (!own_dir) d = PrepareOutputDir(d);
     if (d.size() >= sizeof dir) {
       Warn("the output directory name is longer than " + std::to_string(sizeof dir - 1) +
            " bytes; no profile will be written");
@@ -566,12 +664,18 @@ void OnInit(uint64_t enter_ticks) {
     }
     CopyCString(dir, d.c_str());
   }
-  PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, g.comm) != MPI_SUCCESS) dir[0] = '\0';
   g.output_dir = dir;
   if (!g.output_dir.empty()) {
     MakeDirs(g.output_dir + "/raw");  // no-op on a shared file system
-    std::snprintf(g_dump_path, sizeof g_dump_path, "%s",
-                  profile::RawDumpPath(g.output_dir, g.rank).c_str());
+    const std::string path = profile::RawDumpPath(g.output_dir, g.rank);
+    g_dump_fd = CreateNewFile(path);
+    if (g_dump_fd < 0) {
+      if (errno == EEXIST)
+        OutputExists(path.c_str());
+      else
+        g.errors.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   int max_threads = int(g.cfg.WRAP_MAX_THREADS);
@@ -593,7 +697,8 @@ void OnInit(uint64_t enter_ticks) {
   }
   // Every rank must agree: TraceInit exchanges clock-sync messages with rank 0.
   int trace_ok = g.cfg.TRACE_ENABLE && !g.output_dir.empty() ? 1 : 0, all_trace = 0;
-  PMPI_Allreduce(&trace_ok, &all_trace, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (PMPI_Allreduce(&trace_ok, &all_trace, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS)
+    all_trace = 0;
   g.trace_on = all_trace != 0;
   g.trace_coalesce = g.cfg.TRACE_COALESCE_TESTS;
   if (g.trace_on) TraceInit();
@@ -608,8 +713,13 @@ void OnInit(uint64_t enter_ticks) {
     g_meta.world_size = g.world_size;
     g_meta.config = g.cfg.effective;
     if (g.trace_on) g_meta.clock_sync = TraceClockSync();
-    std::string err;
-    if (!profile::WriteMeta(g.output_dir, g_meta, &err)) Warn(err);
+    std::string err, existed;
+    if (profile::WriteMeta(g.output_dir, g_meta, &err, false, &existed))
+      g_meta_written = true;
+    else if (existed.empty())
+      Warn(err);
+    else
+      OutputExists(existed.c_str()), g_meta_refused = true;  // reported at the end
   }
   if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
   StartSampler();
@@ -625,10 +735,15 @@ void OnFinalize() {
   if (g.trace_on) {
     TraceFinalize();
     // The finalize offsets complete the run metadata, in meta.json as in the profile below.
-    if (g.rank == 0 && !g.output_dir.empty()) {
+    if (g.rank == 0 && !g.output_dir.empty() && !g_meta_refused) {
       g_meta.clock_sync = TraceClockSync();
-      std::string err;
-      if (!profile::WriteMeta(g.output_dir, g_meta, &err)) Warn(err);
+      std::string err, existed;
+      if (profile::WriteMeta(g.output_dir, g_meta, &err, g_meta_written, &existed))
+        g_meta_written = true;
+      else if (existed.empty())
+        Warn(err);
+      else
+        OutputExists(existed.c_str());
     }
   }
   if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
@@ -636,36 +751,58 @@ void OnFinalize() {
     return;
   }
   size_t n = FillRawDump(raw::kEndFinalize, 0, g_dump_buf, g_dump_cap);
-  // Every rank agrees on whether a profile can be written before anybody gathers.
+  // Every rank agrees on whether a profile can be written before anybody gathers. All of it on
+  // invmw's own communicator: whatever the application left unfinished on its communicators
+  // (a failed collective's messages) cannot be taken for a rank's data.
   int ok = g.output_dir.empty() ? 0 : 1, all_ok = 0;
-  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS) all_ok = 0;
+  uint64_t refused = g_outputs_refused.load(), all_refused = refused;
+  if (PMPI_Reduce(&refused, &all_refused, 1, MPI_UINT64_T, MPI_SUM, 0, g.comm) != MPI_SUCCESS)
+    all_refused = refused;
   if (all_ok && g.cfg.PROFILE_ENABLE) {
     int my_size = int(n);
     std::vector<int> sizes(g.rank == 0 ? g.world_size : 0), displs;
-    PMPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    bool gathered =
+        PMPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, g.comm) == MPI_SUCCESS;
     std::vector<char> all;
     if (g.rank == 0) {
       displs.resize(g.world_size);
       size_t total = 0;
+      if (!gathered) std::fill(sizes.begin(), sizes.end(), 0);  // receive nothing
       for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
       all.resize(total);
     }
-    PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE,
-                 0, MPI_COMM_WORLD);
-    if (g.rank == 0) {
-      std::vector<profile::RankData> ranks(g.world_size);
+    // Every rank calls it even after a failed size gather, so that nobody waits for a partner.
+    gathered = PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(),
+                            MPI_BYTE, 0, g.comm) == MPI_SUCCESS &&
+               gathered;
+    if (g.rank == 0 && !gathered) {
+      Warn("the ranks' data could not be gathered; `invmw profile " + g.output_dir +
+           "` builds the profile from the files each rank saved");
+    } else if (g.rank == 0) {
+      // A rank whose data does not parse is missing from the profile, not a phantom rank.
+      std::vector<profile::RankData> ranks;
       for (int i = 0; i < g.world_size; ++i) {
         std::string err;
-        if (!profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &ranks[i], &err))
+        profile::RankData r;
+        if (profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &r, &err))
+          ranks.push_back(std::move(r));
+        else
           Warn("rank " + std::to_string(i) + ": " + err);
       }
       std::string err;
       try {
         nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
         AttachResourcesSafely(&p);
-        if (!profile::WriteProfile(g.output_dir, p, &err))
-          Warn(err);
-        else if (!g.cfg.RUNTIME_QUIET)
+        std::string existed;
+        if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
+          if (existed.empty()) {
+            Warn(err);
+          } else {  // reported with the others at the end
+            OutputExists(existed.c_str());
+            ++all_refused;
+          }
+        } else if (!g.cfg.RUNTIME_QUIET)
           std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
         if (const std::string d = profile::DroppedNote(p); !d.empty()) Warn("not recorded: " + d);
       } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
@@ -675,31 +812,41 @@ void OnFinalize() {
   }
   // The trace: every rank has drained its rings (TraceFinalize); rank 0 builds the archive.
   if (g.trace_on) {
-    PMPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Barrier(g.comm);
     if (g.rank == 0) {
+      // The archive's names must be free: the OTF2 library would write through a link there.
+      std::string taken;
+      struct stat st;
+      for (const char* name : {"traces.otf2", "traces.def", "traces"})
+        if (lstat((g.output_dir + "/" + name).c_str(), &st) == 0) taken = g.output_dir + "/" + name;
       // The converter reports unreadable input by throwing; the application's MPI_Finalize
       // must return normally whatever happens here (`invmw trace recover` can retry).
-      try {
-        otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
-        for (const auto& p : r.problems) Warn("trace: " + p);
-        if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
-          std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
-                       (unsigned long long)r.events_out);
-      } catch (const std::exception& e) {
-        Warn(std::string("trace not converted: ") + e.what());
-      } catch (...) {
-        Warn("trace not converted: unexpected failure");
+      if (!taken.empty()) {
+        OutputExists(taken.c_str());
+        ++all_refused;
+      } else {
+        try {
+          otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
+          for (const auto& p : r.problems) Warn("trace: " + p);
+          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
+            std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
+                         (unsigned long long)r.events_out);
+        } catch (const std::exception& e) {
+          Warn(std::string("trace not converted: ") + e.what());
+        } catch (...) {
+          Warn("trace not converted: unexpected failure");
+        }
       }
     }
   }
   // The raw dump also stays on disk: later tools (trace recovery) read it.
-  if (!g.output_dir.empty()) {
-    int fd = open(g_dump_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      WriteAll(fd, g_dump_buf, n);
-      close(fd);
-    }
+  if (g_dump_fd >= 0) {
+    if (!WriteAllAt(g_dump_fd, g_dump_buf, n, 0)) g.errors.fetch_add(1);
+    close(g_dump_fd);
+    g_dump_fd = -1;
   }
+  if (g.rank == 0) WarnAtEnd(all_refused);
+  PMPI_Comm_free(&g.comm);
   g.finalized = true;
 }
 

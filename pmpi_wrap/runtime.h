@@ -43,6 +43,11 @@ struct Runtime {
   int64_t init_realtime_ns = 0;
   config::Config cfg;
   std::string output_dir;
+  // invmw's own communication (directory name, clock sync, profile gather, trace barrier): a
+  // duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so the application's messages and
+  // failed collectives on its communicators never meet invmw's, and invmw's failures never
+  // abort the application. MPI_COMM_NULL when it could not be made (then nothing is gathered).
+  MPI_Comm comm = MPI_COMM_NULL;
   char host[128] = {};
   char mpi_library[256] = {};
 };
@@ -67,6 +72,11 @@ void OnAbort();
 // Fills a raw dump of this rank into buf (preallocated at init) and returns its size. Only
 // async-signal-safe operations: usable from a signal handler.
 size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap);
+
+// An output file not written because an entry of its name existed (a link is never followed,
+// an existing file never replaced): counted as an error and reported once at the end of the
+// run. Allocation-free.
+void OutputExists(const char* path);
 
 // Writes "invmw: warning: ..." once per distinct call site (rank 0 only when ranks are known).
 void WarnOnce(const std::string& msg);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/run_dir.h"
 #include "pmpi_wrap/call_counters.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/runtime.h"
@@ -128,11 +129,20 @@ uint64_t TraceTicks(uint64_t t) {
 
 void TraceInit() {
   if (g.output_dir.empty()) return;
-  g_defs_fd = open(RawPath("defs-%06d.jsonl", g.rank).c_str(),
-                   O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  // Files of the run are created new, never through or over what is there (run_dir.h).
+  const std::string defs = RawPath("defs-%06d.jsonl", g.rank);
+  g_defs_fd = CreateNewFile(defs, O_APPEND);
   if (g_defs_fd < 0) {
-    WarnOnce("cannot write the trace definitions under " + g.output_dir + "/raw; no trace");
-    g.trace_on = false;
+    if (errno == EEXIST)
+      OutputExists(defs.c_str());
+    else
+      WarnOnce("cannot write the trace definitions under " + g.output_dir + "/raw; no trace");
+  }
+  // With or without a definitions file, every rank takes part in the clock synchronisation
+  // (rank 0 talks to all of them); a rank without one records no events.
+  PMPI_Comm_dup(g.comm, &g_sync_comm);
+  if (g_defs_fd < 0) {
+    MeasureClockOffset("init");
     return;
   }
   if (!g.cfg.TRACE_TEST_SKEW.empty()) {
@@ -173,19 +183,19 @@ void TraceInit() {
   // Communicators registered before tracing started (world, self).
   TraceCommDefined(LookupComm(MPI_COMM_WORLD));
   TraceCommDefined(LookupComm(MPI_COMM_SELF));
-  PMPI_Comm_dup(MPI_COMM_WORLD, &g_sync_comm);
   MeasureClockOffset("init");
   if (!g.cfg.TRACE_TEST_NO_WRITER)
     StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
 }
 
 void TraceFinalize() {
-  if (g_defs_fd < 0) return;
+  if (g_sync_comm == MPI_COMM_NULL) return;
   // Other threads have stopped calling MPI by now (MPI_Finalize is the last call).
   for (int i = 0; i < ThreadCount(); ++i)
     if (ThreadState* ts = ThreadAt(i); ts && ts->trace) FlushPendingFail(ts);
   MeasureClockOffset("finalize");
   PMPI_Comm_free(&g_sync_comm);
+  if (g_defs_fd < 0) return;
   StopTraceWriter();
   DefsLine({{"type", "end"},
             {"reason", "finalize"},
@@ -201,10 +211,14 @@ void TraceSaveFromSignal() {
 }
 
 void TraceAttachThread(ThreadState* ts) {
-  int fd = open(RawPath("events-%06d-%03d.bin", g.rank, ts->index).c_str(),
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (g_defs_fd < 0) return;  // this rank could not create its trace files
+  const std::string path = RawPath("events-%06d-%03d.bin", g.rank, ts->index);
+  int fd = CreateNewFile(path);
   if (fd < 0) {
-    g.errors.fetch_add(1, std::memory_order_relaxed);
+    if (errno == EEXIST)
+      OutputExists(path.c_str());
+    else
+      g.errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   trace::EventFileHeader h{};

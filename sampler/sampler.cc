@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/run_dir.h"
 #include "common/sample_format.h"
 #include "sampler/source.h"
 #include "sampler/stream_format.h"
@@ -204,11 +205,13 @@ class Sampler {
     mkdir(raw.c_str(), 0755);
     const std::string mpath = raw + "/" + samples::MetricsFileName(opt_.rank);
     const std::string spath = raw + "/" + samples::SamplesFileName(opt_.rank);
-    defs_fd_ = open(mpath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    samples_fd_ = open(spath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Never through or over an entry that is there already (common/run_dir.h).
+    defs_fd_ = CreateNewFile(mpath, O_APPEND);
+    if (defs_fd_ >= 0) samples_fd_ = CreateNewFile(spath);
     if (defs_fd_ < 0 || samples_fd_ < 0) {
-      *error =
-          "sampler: cannot create " + (defs_fd_ < 0 ? mpath : spath) + ": " + std::strerror(errno);
+      const std::string& bad = defs_fd_ < 0 ? mpath : spath;
+      *error = "sampler: cannot create " + bad + ": " + std::strerror(errno);
+      if (errno == EEXIST && opt_.existing) opt_.existing(bad);
       return false;
     }
     if (!cfg_.SAMPLER_STREAM.empty()) {
@@ -255,6 +258,7 @@ class Sampler {
     s.thread_cpu_s = thread_cpu_s_;
     s.open_cpu_s = open_cpu_s_;
     s.num_metrics = metrics_.size();
+    s.wrote_resources = wrote_resources_;
     if (streamer_) s.datagrams_sent = streamer_->sent(), s.datagrams_dropped = streamer_->dropped();
     return s;
   }
@@ -534,13 +538,23 @@ class Sampler {
               {"counters", counters},
               {"metrics", all}};
     const std::string path = opt_.run_dir + "/raw/" + samples::ResourcesFileName(opt_.rank);
-    const std::string tmp = path + ".tmp";
-    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Warn("sampler: cannot write " + path + ": " + std::strerror(errno));
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    const int fd = CreateNewFile(tmp);
+    if (fd < 0) return Existing(errno, tmp);
     const std::string s = r.dump(2) + "\n";
     WriteAll(fd, s.data(), s.size());
-    close(fd);
-    rename(tmp.c_str(), path.c_str());
+    if (close(fd) != 0) Warn("sampler: cannot write " + tmp + ": " + std::strerror(errno));
+    if (PublishNewFile(tmp, path))
+      wrote_resources_ = true;
+    else
+      Existing(errno, path);
+  }
+
+  // An output file not written: an entry of its name existed (reported to the runtime), or
+  // another failure (a warning).
+  void Existing(int err, const std::string& path) {
+    if (err == EEXIST && opt_.existing) return opt_.existing(path);
+    Warn("sampler: cannot write " + path + ": " + std::strerror(err));
   }
 
   StartOptions opt_;
@@ -557,6 +571,7 @@ class Sampler {
   uint64_t samples_ = 0, start_ticks_ = 0;
   std::string last_control_;
   double thread_cpu_s_ = 0, open_cpu_s_ = 0;
+  bool wrote_resources_ = false;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

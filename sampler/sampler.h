@@ -48,6 +48,9 @@ struct StartOptions {
   const config::Config* config = nullptr;
   std::function<void(const std::string&)> warn;  // see the contract above
   std::function<void(const std::string&)> note;  // see the contract above
+  // Called with the path of an output file not written because an entry of its name existed
+  // (files are created exclusively and links never followed); null: a warning says so.
+  std::function<void(const std::string&)> existing;
 
   bool IsValid(std::string* error) const;
 };
@@ -63,6 +66,7 @@ struct Stats {
   double thread_cpu_s = 0;  // CPU time of the sampling thread itself (after Stop)
   double open_cpu_s = 0;    // of which opening the sources (PAPI initialisation, files)
   size_t num_metrics = 0;
+  bool wrote_resources = false;  // Stop created raw/resources-R.json
 };
 Stats LastStats();
 

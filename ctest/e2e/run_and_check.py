@@ -403,6 +403,14 @@ def check_trace(a, out_dir, expect_dir, run_stderr):
     log('check_trace: ' + (res.stdout.strip().splitlines() or [''])[-1])
     if res.returncode != 0:
         errors.append('trace check failed:\n' + res.stdout + res.stderr)
+    if a.trace_check:
+        res = subprocess.run([a.invmw, 'trace', 'check', out_dir], capture_output=True,
+                             text=True, timeout=300)
+        log(f'invmw trace check: exit {res.returncode}: '
+            + (res.stdout.strip().splitlines() or [''])[-1])
+        if res.returncode != 0:
+            errors.append(f'invmw trace check {out_dir} failed ({res.returncode}):\n'
+                          + res.stdout + res.stderr)
     return errors
 
 
@@ -435,6 +443,8 @@ def main():
                     help='start the job under `invmw run` instead of preloading directly; after '
                          'an abnormal end invmw run must have merged the profile and (with '
                          '--trace) rebuilt traces.otf2 by itself')
+    ap.add_argument('--trace-check', action='store_true',
+                    help='with --trace: `invmw trace check DIR` must also pass')
     ap.add_argument('--trace-full', choices=('flush', 'stop'),
                     help='with --trace: the rings fill (tiny INVMW_TRACE_BUFFER); the trace must '
                          'show the flushes (every call still recorded) or the dropped events')
