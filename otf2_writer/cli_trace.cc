@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "otf2_writer/converter.h"
+#include "otf2_writer/output_files.h"
 #include "otf2_writer/perfetto_export.h"
 #include "otf2_writer/trace_check.h"
 #include "otf2_writer/trace_reader.h"
@@ -102,6 +103,7 @@ int ExportVerb(int argc, char** argv) {
   try {
     const std::string anchor = AnchorOf(dirs[0]);
     if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
+    RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
     Trace t = ReadTrace(anchor);
     PerfettoStats st = ExportPerfetto(t, out);
     std::printf("%s: %llu slices, %llu message arrows\n", out.c_str(),
