@@ -67,7 +67,7 @@ inline int OpenRegularFile(const std::string& path, uint64_t max_bytes, uint64_t
   }
   if (uint64_t(st.st_size) > max_bytes) {
     *error = std::to_string(uint64_t(st.st_size)) + " bytes, more than the " +
-             std::to_string(max_bytes) + " such a file can hold";
+             std::to_string(max_bytes) + "-byte limit for this file";
     close(fd);
     return -1;
   }
