@@ -13,17 +13,6 @@
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
 
-IgnoreSigxfsz::IgnoreSigxfsz() {
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  restore_ = sigaction(SIGXFSZ, &ign, &old_) == 0;
-}
-
-IgnoreSigxfsz::~IgnoreSigxfsz() {
-  if (restore_) sigaction(SIGXFSZ, &old_, nullptr);
-}
-
 namespace {
 
 bool Exists(const std::string& p) {

@@ -12,27 +12,15 @@
 // throw and remove only the temporary entries their object created.
 #pragma once
 
-#include <signal.h>
-
 #include <cstdio>
 #include <string>
 
+#include "common/ignore_sigxfsz.h"
+
 namespace invmw::otf2 {
 
-// SIGXFSZ ignored for the lifetime of the object, the previous disposition restored after. The
-// disposition is process-wide: while this object lives, another thread of the process that
-// exceeds RLIMIT_FSIZE gets EFBIG instead of the signal too.
-class IgnoreSigxfsz {
- public:
-  IgnoreSigxfsz();
-  ~IgnoreSigxfsz();
-  IgnoreSigxfsz(const IgnoreSigxfsz&) = delete;
-  IgnoreSigxfsz& operator=(const IgnoreSigxfsz&) = delete;
-
- private:
-  struct sigaction old_ {};
-  bool restore_ = false;
-};
+// SIGXFSZ ignored while writing (common/ignore_sigxfsz.h).
+using invmw::IgnoreSigxfsz;
 
 // True when any of dir/NAME.otf2, dir/NAME.def, dir/NAME exists (a symlink counts).
 bool ArchiveExists(const std::string& dir, const std::string& name);

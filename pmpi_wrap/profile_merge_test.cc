@@ -2,6 +2,8 @@
 // leaves: copies, duplicate ranks, directories, FIFOs, symlinks, corrupt dumps, counters that
 // overflow when summed.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -232,6 +234,26 @@ TEST_F(Merge, CounterSumsSaturateAndAreFlagged) {
       << ::testing::PrintToString(problems);
   EXPECT_TRUE(AnyHas(problems, "functions.MPI_Send.histogram", "saturated"));
   EXPECT_NE(Text().find("saturated"), std::string::npos);
+}
+
+// Beyond RLIMIT_FSIZE the profile is an error, not SIGXFSZ ending `invmw run` (before: the
+// test binary died of the signal).
+TEST_F(Merge, FileSizeLimitIsAnErrorNotASignal) {
+  WriteRanks(2);
+  struct rlimit old, low;
+  getrlimit(RLIMIT_FSIZE, &old);
+  low = old;
+  low.rlim_cur = 0;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
+  std::string err;
+  const bool ok = MergeDirectory(dir_, &err);
+  setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_FALSE(ok);
+  EXPECT_NE(err.find("profile.json"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir_ + "/profile.json"));
+  struct sigaction sa;
+  sigaction(SIGXFSZ, nullptr, &sa);
+  EXPECT_EQ(sa.sa_handler, SIG_DFL);
 }
 
 // The runtime's path: rank 0 gathers every dump; one that did not parse stays a default

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/ignore_sigxfsz.h"
 #include "common/raw_input.h"
 
 namespace invmw::profile {
@@ -753,6 +754,7 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
       problems->push_back(more.get<std::string>());
   }
   AttachResources(&p, dir);
+  IgnoreSigxfsz sigxfsz;  // beyond RLIMIT_FSIZE: an error, not the end of `invmw run`
   return WriteProfile(dir, p, error);
 }
 
