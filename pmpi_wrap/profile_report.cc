@@ -634,10 +634,13 @@ static bool WriteAtomically(const std::string& path, const std::string& data, st
 }
 
 bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error) {
+  // Beyond RLIMIT_FSIZE: an error, not SIGXFSZ ending the application (or `invmw run`).
+  IgnoreSigxfsz sigxfsz;
   return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", error);
 }
 
 bool WriteProfile(const std::string& dir, const json& profile, std::string* error) {
+  IgnoreSigxfsz sigxfsz;  // as in WriteMeta
   // Host and library names come from raw dumps: bytes that are not UTF-8 become U+FFFD
   // instead of an exception.
   return WriteAtomically(dir + "/profile.json",
@@ -754,7 +757,6 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
       problems->push_back(more.get<std::string>());
   }
   AttachResources(&p, dir);
-  IgnoreSigxfsz sigxfsz;  // beyond RLIMIT_FSIZE: an error, not the end of `invmw run`
   return WriteProfile(dir, p, error);
 }
 

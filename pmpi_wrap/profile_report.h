@@ -78,7 +78,8 @@ std::string RenderText(const nlohmann::json& profile);
 int AttachResources(nlohmann::json* profile, const std::string& dir);
 
 // Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
-// reader never sees half a profile.
+// reader never sees half a profile. SIGXFSZ is ignored meanwhile (as in WriteMeta): a file size
+// limit is an error, never the end of the application.
 bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error);
 
 // Builds the profile of dir from raw/rank-NNNNNN.bin and meta.json (after an abnormal end).
