@@ -437,7 +437,11 @@ int Run(int argc, char** argv) {
   } else if (!has_profile) {
     std::string err;
     int n = 0;
-    if (profile::MergeDirectory(out, &err, &n)) {
+    std::vector<std::string> problems;
+    const bool merged = profile::MergeDirectory(out, &err, &n, &problems);
+    if (!quiet)
+      for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
+    if (merged) {
       if (!quiet)
         std::fprintf(stderr,
                      "invmw: the job ended before MPI_Finalize; built an incomplete profile from "
@@ -456,17 +460,33 @@ int Run(int argc, char** argv) {
   // (A profile the ranks wrote was announced by rank 0.)
   if (has_profile && !ranks_wrote_profile && !quiet)
     std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", out.c_str());
-  // A traced job that died before rank 0 could build the archive: build it from what the ranks
-  // flushed (the same converter, the crash path).
-  bool traced = stat((out + "/raw/defs-000000.jsonl").c_str(), &st) == 0;
-  if (traced && stat((out + "/traces.otf2").c_str(), &st) != 0) {
-    otf2::ConvertResult r = otf2::ConvertToOtf2(out);
-    if (!quiet) {
-      for (const auto& p : r.problems) std::fprintf(stderr, "invmw: trace: %s\n", p.c_str());
-      if (!r.archive.empty())
+  // A traced job whose archive rank 0 did not build (the job died first, or the conversion
+  // failed: the converter renames a complete archive into place, so an anchor older than this
+  // run's defs is a previous run's): build it from what the ranks flushed (the same converter,
+  // the crash path). invmw's own failures are errors on stderr; the exit status stays the job's.
+  struct stat defs_st;
+  const bool traced = stat((out + "/raw/defs-000000.jsonl").c_str(), &defs_st) == 0;
+  const auto written_by_this_run = [&] {
+    struct stat a;
+    return stat((out + "/traces.otf2").c_str(), &a) == 0 && S_ISREG(a.st_mode) && a.st_size > 0 &&
+           (a.st_mtim.tv_sec > defs_st.st_mtim.tv_sec ||
+            (a.st_mtim.tv_sec == defs_st.st_mtim.tv_sec &&
+             a.st_mtim.tv_nsec >= defs_st.st_mtim.tv_nsec));
+  };
+  if (traced && !written_by_this_run()) {
+    try {
+      otf2::ConvertResult r = otf2::ConvertToOtf2(out);
+      if (!quiet) {
+        for (const auto& p : r.problems) std::fprintf(stderr, "invmw: trace: %s\n", p.c_str());
         std::fprintf(stderr, "invmw: recovered the trace of the failed job: %s (%llu events%s)\n",
                      r.archive.c_str(), (unsigned long long)r.events_out,
                      r.partial ? ", partial" : "");
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "invmw: error: the trace was not written: %s (the raw trace stays in %s/raw; "
+                   "retry with `invmw trace recover %s`)\n",
+                   e.what(), out.c_str(), out.c_str());
     }
   } else if (traced && !quiet) {
     std::fprintf(stderr, "invmw: trace: %s/traces.otf2\n", out.c_str());

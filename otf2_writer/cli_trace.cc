@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "otf2_writer/converter.h"
+#include "otf2_writer/output_files.h"
 #include "otf2_writer/perfetto_export.h"
 #include "otf2_writer/trace_check.h"
 #include "otf2_writer/trace_reader.h"
@@ -31,7 +32,8 @@ int Convert(int argc, char** argv, bool recover) {
             "marked partial. Exit status 1 when the archive is partial, 0 when it is complete."
           : "Builds DIR/traces.otf2 (with DIR/traces.def and DIR/traces/) from the raw per-rank "
             "trace\n"
-            "in DIR/raw/, replacing an existing archive. This is what runs at the end of a traced\n"
+            "in DIR/raw/, replacing an existing archive once the new one is complete (a failure,\n"
+            "e.g. a full disk, leaves it unchanged). This is what runs at the end of a traced\n"
             "run; `invmw trace recover` is the same conversion for runs that crashed.");
   args.Option("--name", "NAME", &name, "archive name (default traces: NAME.otf2, NAME.def, NAME/)")
       .Flag("--quiet", &quiet, "print problems only")
@@ -94,7 +96,8 @@ int ExportVerb(int argc, char** argv) {
       "Perfetto trace-event JSON: one process per rank, one thread per location, MPI calls as\n"
       "slices, point-to-point messages as flow arrows. Open it at https://ui.perfetto.dev.");
   args.Option("--format", "FORMAT", &format, "output format; only \"perfetto\" is supported")
-      .Option("-o", "FILE", &out, "output file (default DIR/traces.perfetto.json)")
+      .Option("-o", "FILE", &out,
+              "output file (default DIR/traces.perfetto.json; not a file of the archive)")
       .Positional("DIR", &dirs, 1, 1);
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (format.empty()) format = "perfetto";
@@ -102,6 +105,7 @@ int ExportVerb(int argc, char** argv) {
   try {
     const std::string anchor = AnchorOf(dirs[0]);
     if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
+    RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
     Trace t = ReadTrace(anchor);
     PerfettoStats st = ExportPerfetto(t, out);
     std::printf("%s: %llu slices, %llu message arrows\n", out.c_str(),

@@ -12,6 +12,7 @@
 #include "otf2_writer/comm_map.h"
 #include "otf2_writer/function_info.h"
 #include "otf2_writer/otf2_open.h"
+#include "otf2_writer/output_files.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/raw_samples.h"
 
@@ -684,11 +685,10 @@ class RankWriter {
   std::unordered_map<uint64_t, ReqState> reqs_;
 };
 
-}  // namespace
-
-ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options) {
-  std::string error;
-  if (!options.IsValid(&error)) throw std::invalid_argument(error);
+// The conversion proper, writing the archive under the name write_name (ConvertToOtf2 renames
+// it into place).
+ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& options,
+                           const std::string& write_name) {
   ConvertResult result;
   LoadOptions lo;
   lo.events = false;
@@ -696,17 +696,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   result.world_size = run.world_size;
   result.problems = run.problems;
 
-  const fs::path dir(run_dir);
-  const std::string name = options.archive_name;
-  result.archive = (dir / (name + ".otf2")).string();
-  if (fs::exists(dir / (name + ".otf2")) || fs::exists(dir / name) ||
-      fs::exists(dir / (name + ".def"))) {
-    if (!options.overwrite)
-      throw std::runtime_error(result.archive + ": archive exists (overwrite is off)");
-    fs::remove(dir / (name + ".otf2"));
-    fs::remove(dir / (name + ".def"));
-    fs::remove_all(dir / name);
-  }
+  const std::string name = write_name;
 
   CommMap comms;
   comms.Build(run, &result.problems);
@@ -997,6 +987,33 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
         "SetProperty");
   closer.a = nullptr;
   Check(OTF2_Archive_Close(archive), "Archive_Close");
+  return result;
+}
+
+}  // namespace
+
+ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options) {
+  std::string error;
+  if (!options.IsValid(&error)) throw std::invalid_argument(error);
+  const std::string archive = run_dir + "/" + options.archive_name + ".otf2";
+  const bool existed = ArchiveExists(run_dir, options.archive_name);
+  if (existed && !options.overwrite)
+    throw std::runtime_error(archive + ": archive exists (overwrite is off)");
+  // Written beside the archive it replaces, renamed over it only once complete: a failure
+  // (full disk, RLIMIT_FSIZE, out of memory) leaves the previous archive as it was.
+  IgnoreSigxfsz sigxfsz;
+  TempArchive temp(run_dir, options.archive_name);
+  ConvertResult result;
+  try {
+    result = WriteArchive(run_dir, options, temp.name());
+    if (const std::string w = temp.Replace(); !w.empty()) result.problems.push_back(w);
+  } catch (const std::exception& e) {
+    const std::string otf2 = TakeOtf2Error();
+    throw std::runtime_error(archive + ": not written: " + e.what() +
+                             (otf2.empty() ? "" : "; OTF2: " + otf2) +
+                             (existed ? "; the previous archive is unchanged" : ""));
+  }
+  result.archive = archive;
   return result;
 }
 

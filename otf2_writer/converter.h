@@ -13,7 +13,10 @@
 // rank's own ticks; OTF2 readers apply the clock offsets (see clock_model.h).
 //
 // Contract: returns a result whose `problems` lists everything dropped or doubtful; throws
-// std::runtime_error when nothing can be converted (no raw trace) or the OTF2 library fails.
+// std::runtime_error naming the archive when nothing can be converted (no raw trace) or the
+// OTF2 library fails (a write error included). The archive is written under a temporary name
+// and renamed into place once complete (otf2_writer/output_files.h), so after a failure the
+// previous archive of that name is unchanged.
 #pragma once
 
 #include <cstdint>

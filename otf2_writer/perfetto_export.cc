@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "otf2_writer/output_files.h"
+
 namespace invmw::otf2 {
 namespace {
 
@@ -40,8 +42,10 @@ double EnclosingStart(const TraceLocation& l, size_t idx) {
 }  // namespace
 
 PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(out_path.c_str(), "w"), std::fclose);
-  if (!file) throw std::runtime_error(out_path + ": cannot be written");
+  // A temporary file renamed onto out_path once complete: a failed export leaves the
+  // previous one (and with SIGXFSZ ignored, RLIMIT_FSIZE is an error, not the end).
+  IgnoreSigxfsz sigxfsz;
+  AtomicFile file(out_path);
   Out o{file.get()};
   PerfettoStats st;
   std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", o.f);
@@ -116,7 +120,7 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
     ++st.flows;
   }
   std::fputs("\n]}\n", o.f);
-  if (std::ferror(o.f)) throw std::runtime_error(out_path + ": write error");
+  file.Commit();
   return st;
 }
 

@@ -7,7 +7,9 @@
 // sent it to the slice that received it ("s"/"f" with the same id, both bound to their
 // enclosing slice with "bp":"e"). Timestamps are microseconds from the trace start.
 //
-// Contract: writes the whole file or throws std::runtime_error naming the output path.
+// Contract: writes the whole file or throws std::runtime_error naming the output path; the file
+// is written under a temporary name and renamed onto out_path once complete, so a failure
+// leaves what was there before.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,17 @@
 #include "otf2_writer/raw_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <string_view>
 #include <stdexcept>
+
+#include "common/raw_input.h"
 
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
@@ -41,16 +45,34 @@ T Get(const json& j, const char* key, T fallback) {
   return it->get<T>();
 }
 
+// Below one tick per second a rate is a corrupt value, and dividing by it overflows.
+bool ValidTickRate(double tps) {
+  return std::isfinite(tps) && tps >= 1;
+}
+
 // Applies one defs line to the rank; throws json errors for lines of the wrong shape.
 void ApplyDefsLine(const json& j, RawRank* r) {
   const std::string type = j.at("type").get<std::string>();
   if (type == "rank") {
-    r->rank = j.at("rank").get<int32_t>();
-    r->world_size = j.at("world_size").get<int32_t>();
+    // Range-checked before narrowing: readers allocate per world rank.
+    const int64_t world = j.at("world_size").get<int64_t>();
+    const int64_t rank = j.at("rank").get<int64_t>();
+    if (world < 1 || world > rawio::kMaxWorldSize)
+      throw std::runtime_error("\"world_size\" " + std::to_string(world) + " is outside 1.." +
+                               std::to_string(rawio::kMaxWorldSize));
+    if (rank < 0 || rank >= world)
+      throw std::runtime_error("\"rank\" " + std::to_string(rank) + " is outside 0.." +
+                               std::to_string(world - 1));
+    const double tps = j.at("ticks_per_second").get<double>();
+    if (!ValidTickRate(tps))
+      throw std::runtime_error("\"ticks_per_second\" " + std::to_string(tps) +
+                               ": expected a finite tick rate of at least 1 per second");
+    r->rank = int32_t(rank);
+    r->world_size = int32_t(world);
     r->host = Get<std::string>(j, "host", "");
     r->pid = Get<int64_t>(j, "pid", 0);
     r->flavor = Get<std::string>(j, "flavor", "");
-    r->ticks_per_second = j.at("ticks_per_second").get<double>();
+    r->ticks_per_second = tps;
     r->init_ticks = Get<uint64_t>(j, "init_ticks", 0);
     r->init_realtime_ns = Get<int64_t>(j, "init_realtime_ns", 0);
   } else if (type == "functions") {
@@ -106,23 +128,54 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     r->end_ticks = Get<uint64_t>(j, "end_ticks", 0);
     r->dropped_events = Get<uint64_t>(j, "dropped_events", 0);
     r->flushes = Get<uint64_t>(j, "flushes", 0);
-    if (double tps = Get<double>(j, "ticks_per_second", 0); tps > 0) r->ticks_per_second = tps;
+    // The rate measured over the whole run is better than the one at MPI_Init, if usable.
+    const double tps = Get<double>(j, "ticks_per_second", 0);
+    if (tps != 0 && !ValidTickRate(tps))
+      throw std::runtime_error("\"ticks_per_second\" " + std::to_string(tps) +
+                               ": expected a finite tick rate of at least 1 per second");
+    if (tps > 0) r->ticks_per_second = tps;
   }
   // Unknown types are newer facts this reader does not use: ignored on purpose.
 }
 
-bool LoadDefs(const fs::path& path, RawRank* r, std::vector<std::string>* problems) {
-  std::ifstream in(path);
-  const std::string name = "raw/" + path.filename().string();
-  if (!in) {
-    problems->push_back(name + ": cannot be opened");
+// The events file name's rank and thread, only in the exact form EventsFileName writes.
+bool ParseEventsFileName(const std::string& n, int32_t* rank, int32_t* thread) {
+  const std::string_view s(n);
+  if (s.size() < 7 + 6 + 1 + 3 + 4 || s.substr(0, 7) != "events-" ||
+      s.substr(s.size() - 4) != ".bin")
     return false;
-  }
-  std::string line;
+  const std::string_view mid = s.substr(7, s.size() - 11);
+  const size_t dash = mid.find('-');
+  return dash != std::string_view::npos && rawio::ParseNameNumber(mid.substr(0, dash), 6, rank) &&
+         rawio::ParseNameNumber(mid.substr(dash + 1), 3, thread);
+}
+
+bool ParseDefsFileName(const std::string& n, int32_t* rank) {
+  const std::string_view s(n);
+  return s.size() >= 5 + 6 + 6 && s.substr(0, 5) == "defs-" && s.substr(s.size() - 6) == ".jsonl" &&
+         rawio::ParseNameNumber(s.substr(5, s.size() - 11), 6, rank);
+}
+
+// Largest raw file loaded into memory: the machine's memory (a sparse file of a terabyte, or a
+// corrupt one, must be refused by size, not by the OOM killer).
+uint64_t MemoryBound() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(1) << 34;
+}
+
+constexpr uint64_t kMaxDefsBytes = uint64_t(1) << 30;
+
+}  // namespace
+
+bool ParseDefs(std::string_view text, const std::string& name, RawRank* r,
+               std::vector<std::string>* problems) {
   int lineno = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       ApplyDefsLine(json::parse(line), r);
     } catch (const std::exception& e) {
@@ -149,27 +202,62 @@ bool LoadDefs(const fs::path& path, RawRank* r, std::vector<std::string>* proble
   return true;
 }
 
+namespace {
+
+bool LoadDefs(const fs::path& path, RawRank* r, std::vector<std::string>* problems) {
+  const std::string name = "raw/" + path.filename().string();
+  std::string text, err;
+  if (!rawio::ReadRegularFile(path.string(), kMaxDefsBytes, &text, &err)) {
+    problems->push_back(name + ": cannot be read: " + err + "; rank skipped");
+    return false;
+  }
+  return ParseDefs(text, name, r, problems);
+}
+
 }  // namespace
 
 void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::string>* problems) {
   const fs::path raw = fs::path(run_dir) / "raw";
-  const std::regex pat("events-(\\d+)-(\\d+)\\.bin");
   std::vector<std::pair<int32_t, fs::path>> files;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(raw, ec)) {
-    std::smatch m;
-    const std::string fname = e.path().filename().string();
-    if (std::regex_match(fname, m, pat) && std::stoi(m[1]) == r->rank)
-      files.emplace_back(std::stoi(m[2]), e.path());
+  for (fs::directory_iterator it(raw, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string fname = it->path().filename().string();
+    int32_t rank = 0, thread = 0;
+    // Other names (copies, "events-1-0.bin") are reported once by LoadRawRun.
+    if (ParseEventsFileName(fname, &rank, &thread) && rank == r->rank)
+      files.emplace_back(thread, it->path());
   }
+  if (ec) {
+    problems->push_back("raw/: cannot be listed (" + ec.message() + "); rank " +
+                        std::to_string(r->rank) + " has no events");
+    r->damaged = true;
+  }
+  std::sort(files.begin(), files.end());
   for (auto& t : r->threads) t.records.clear();
+  const uint64_t max_bytes = MemoryBound();
   for (const auto& [index, path] : files) {
     const std::string name = "raw/" + path.filename().string();
-    std::ifstream in(path, std::ios::binary);
+    std::string err;
+    uint64_t size = 0;
+    const int fd = rawio::OpenRegularFile(path.string(), max_bytes, &size, &err);
+    if (fd < 0) {
+      problems->push_back(name + ": cannot be read: " + err + "; file skipped");
+      r->damaged = true;
+      continue;
+    }
+    struct Closer {
+      int fd;
+      ~Closer() { close(fd); }
+    } closer{fd};
     trace::EventFileHeader h{};
-    if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) {
+    if (size < sizeof h) {
       problems->push_back(name + ": shorter than its header (" + std::to_string(sizeof h) +
                           " bytes); file skipped");
+      continue;
+    }
+    if (!rawio::ReadAt(fd, &h, sizeof h, 0, &err)) {
+      problems->push_back(name + ": " + err + "; file skipped");
+      r->damaged = true;
       continue;
     }
     if (h.magic != trace::kEventMagic || h.version != trace::kEventVersion ||
@@ -193,13 +281,23 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
       it->index = index;
       it->name = index == 0 ? "main" : "thread " + std::to_string(index);
     }
-    in.seekg(0, std::ios::end);
-    const uint64_t body = uint64_t(in.tellg()) - sizeof h;
+    // Only what fstat reported is read: a file still growing does not make this unbounded.
+    const uint64_t body = size - sizeof h;
     const uint64_t n = body / sizeof(trace::EventRecord);
-    it->records.resize(n);
-    in.seekg(sizeof h);
-    in.read(reinterpret_cast<char*>(it->records.data()),
-            std::streamsize(n * sizeof(trace::EventRecord)));
+    try {
+      it->records.resize(n);
+    } catch (const std::exception&) {
+      problems->push_back(name + ": " + std::to_string(n) +
+                          " records do not fit in memory; file skipped");
+      r->damaged = true;
+      continue;
+    }
+    if (!rawio::ReadAt(fd, it->records.data(), n * sizeof(trace::EventRecord), sizeof h, &err)) {
+      problems->push_back(name + ": " + err + "; file skipped");
+      std::vector<trace::EventRecord>().swap(it->records);
+      r->damaged = true;
+      continue;
+    }
     if (uint64_t rest = body % sizeof(trace::EventRecord)) {
       problems->push_back(name + ": last record cut short (" + std::to_string(rest) +
                           " trailing bytes dropped; crash during write?)");
@@ -222,15 +320,28 @@ RawRun LoadRawRun(const std::string& run_dir, const LoadOptions& options) {
   RawRun run;
   run.dir = run_dir;
   const fs::path raw = fs::path(run_dir) / "raw";
-  if (!fs::is_directory(raw))
+  std::error_code ec;
+  if (!fs::is_directory(raw, ec))
     throw std::runtime_error(raw.string() + ": no such directory (no raw trace)");
-  const std::regex pat("defs-(\\d+)\\.jsonl");
   std::vector<fs::path> defs;
-  for (const auto& e : fs::directory_iterator(raw)) {
-    const std::string fname = e.path().filename().string();
-    if (std::regex_match(fname, pat)) defs.push_back(e.path());
+  for (fs::directory_iterator it(raw, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string fname = it->path().filename().string();
+    int32_t rank = 0, thread = 0;
+    if (fname.rfind("defs-", 0) == 0) {
+      if (ParseDefsFileName(fname, &rank))
+        defs.push_back(it->path());
+      else
+        run.problems.push_back("raw/" + fname +
+                               ": not a defs file name (defs-NNNNNN.jsonl); ignored");
+    } else if (fname.rfind("events-", 0) == 0 && !ParseEventsFileName(fname, &rank, &thread)) {
+      run.problems.push_back("raw/" + fname +
+                             ": not an events file name (events-NNNNNN-TTT.bin); ignored");
+    }
   }
+  if (ec) throw std::runtime_error(raw.string() + ": cannot be listed: " + ec.message());
   std::sort(defs.begin(), defs.end());
+  std::vector<RawRank> loaded;
+  std::map<int32_t, int> world_votes;
   for (const auto& path : defs) {
     RawRank r;
     if (!LoadDefs(path, &r, &run.problems)) continue;
@@ -239,19 +350,48 @@ RawRun LoadRawRun(const std::string& run_dir, const LoadOptions& options) {
                              std::to_string(r.rank) + "; file skipped");
       continue;
     }
-    run.world_size = std::max(run.world_size, r.world_size);
-    run.ranks.push_back(std::move(r));
+    ++world_votes[r.world_size];
+    loaded.push_back(std::move(r));
   }
-  if (run.ranks.empty())
-    throw std::runtime_error(raw.string() + ": no readable defs-R.jsonl file (no rank to convert)");
-  for (int32_t want = 0, i = 0; want < run.world_size; ++want) {
-    if (i < int32_t(run.ranks.size()) && run.ranks[i].rank == want) {
-      ++i;
+  // The world size most ranks agree on (the smaller one on a tie): a defs file of another
+  // world size is corrupt or from another run, and must not make the archive that large.
+  int best = 0;
+  for (const auto& [w, votes] : world_votes)
+    if (votes > best) best = votes, run.world_size = w;
+  const RawRank* witness = nullptr;
+  for (const auto& r : loaded)
+    if (r.world_size == run.world_size && !witness) witness = &r;
+  for (auto& r : loaded) {
+    if (r.world_size != run.world_size || r.rank >= run.world_size) {
+      run.problems.push_back("raw/" + DefsFileName(r.rank) + ": world size " +
+                             std::to_string(r.world_size) + ", but raw/" +
+                             DefsFileName(witness->rank) + " says " +
+                             std::to_string(run.world_size) + "; file skipped");
       continue;
     }
-    run.problems.push_back("raw/" + DefsFileName(want) + ": missing or unusable: rank " +
-                           std::to_string(want) + " is absent from the trace");
+    run.ranks.push_back(std::move(r));
   }
+  // By number: names sort differently once ranks have more than six digits.
+  std::sort(run.ranks.begin(), run.ranks.end(),
+            [](const RawRank& a, const RawRank& b) { return a.rank < b.rank; });
+  if (run.ranks.empty())
+    throw std::runtime_error(raw.string() + ": no readable defs-R.jsonl file (no rank to convert)");
+  // Missing ranks, runs of them in one line (a world of millions must not mean millions of lines).
+  auto absent = [&](int32_t from, int32_t to) {
+    if (from == to)
+      run.problems.push_back("raw/" + DefsFileName(from) + ": missing or unusable: rank " +
+                             std::to_string(from) + " is absent from the trace");
+    else if (from < to)
+      run.problems.push_back("raw/" + DefsFileName(from) + " .. raw/" + DefsFileName(to) +
+                             ": missing or unusable: ranks " + std::to_string(from) + ".." +
+                             std::to_string(to) + " are absent from the trace");
+  };
+  int32_t next = 0;
+  for (const auto& r : run.ranks) {
+    absent(next, r.rank - 1);
+    next = r.rank + 1;
+  }
+  absent(next, run.world_size - 1);
   if (options.events)
     for (auto& r : run.ranks) LoadRankEvents(run_dir, &r, &run.problems);
   return run;

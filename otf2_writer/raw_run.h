@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/event_format.h"
@@ -80,7 +81,18 @@ struct LoadOptions {
   bool events = true;
 };
 
+// Files are read only under their exact names (DefsFileName, EventsFileName; other "defs-*" and
+// "events-*" names are reported and ignored), only when they are regular files (no symlink,
+// FIFO or device; nothing blocks) and, for event files, no larger than the machine's memory.
+// A defs line with a rank, world size (1..2^24) or tick rate (finite, >= 1/s) out of range is
+// unusable; a defs file whose world size differs from the one most ranks give is skipped.
 RawRun LoadRawRun(const std::string& run_dir, const LoadOptions& options = {});
+
+// The defs text of one rank (the content of raw/defs-R.jsonl, `name` as it appears in
+// problems): what LoadRawRun does with each defs file, callable on a buffer. Returns false when
+// the rank is unusable (no valid "rank" or "functions" line).
+bool ParseDefs(std::string_view text, const std::string& name, RawRank* rank,
+               std::vector<std::string>* problems);
 
 // Loads (or reloads) the event files of one rank into rank->threads; problems are appended.
 void LoadRankEvents(const std::string& run_dir, RawRank* rank, std::vector<std::string>* problems);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -76,6 +78,108 @@ TEST(RawRun, DamagedDefsLineIsReportedWithItsLineNumber) {
   EXPECT_EQ(run.ranks.size(), 3u);
   EXPECT_TRUE(AnyContains(run.problems, "defs-000001.jsonl:", "unusable line"));
   fs::remove_all(dir);
+}
+
+// Rewrites raw/<file> with `from` replaced by `to` (first occurrence).
+void Edit(const std::string& dir, const std::string& file, const std::string& from,
+          const std::string& to) {
+  const fs::path p = fs::path(dir) / "raw" / file;
+  std::ifstream in(p);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = s.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  s.replace(at, from.size(), to);
+  std::ofstream(p, std::ios::trunc) << s;
+}
+
+TEST(RawRun, OnlyExactFileNamesAreRead) {
+  const std::string dir = TempDir("names");
+  testing::Expected e = testing::WriteSyntheticRun(dir);
+  const fs::path raw = fs::path(dir) / "raw";
+  fs::copy_file(raw / EventsFileName(1, 0), raw / "events-000001-000 copy.bin");
+  fs::copy_file(raw / EventsFileName(1, 0), raw / "events-1-0.bin");
+  // Before: std::stoi threw out_of_range out of the loader (an abort in `invmw run`).
+  fs::copy_file(raw / EventsFileName(1, 0), raw / "events-99999999999-000.bin");
+  fs::copy_file(raw / DefsFileName(1), raw / "defs-1.jsonl");
+  RawRun run;
+  ASSERT_NO_THROW(run = LoadRawRun(dir));
+  EXPECT_EQ(run.ranks.size(), 3u);
+  EXPECT_EQ(run.NumRecords(), e.records);
+  for (const char* name :
+       {"events-000001-000 copy.bin", "events-1-0.bin", "events-99999999999-000.bin"})
+    EXPECT_TRUE(AnyContains(run.problems, name, "not an events file name"))
+        << name << ::testing::PrintToString(run.problems);
+  EXPECT_TRUE(AnyContains(run.problems, "defs-1.jsonl", "not a defs file name"));
+  fs::remove_all(dir);
+}
+
+TEST(RawRun, DirectoriesSymlinksAndHugeFilesAreNamedNotRead) {
+  const std::string dir = TempDir("types");
+  testing::Expected e = testing::WriteSyntheticRun(dir);
+  const fs::path raw = fs::path(dir) / "raw";
+  fs::create_directory(raw / EventsFileName(1, 5));
+  fs::create_symlink("/dev/zero", raw / EventsFileName(2, 5));
+  fs::create_symlink(raw / DefsFileName(1), raw / DefsFileName(7));
+  // A sparse file of a terabyte: before, the loader tried to allocate it (std::bad_alloc out
+  // of LoadRawRun, or the OOM killer).
+  {
+    const fs::path big = raw / EventsFileName(2, 0);
+    fs::resize_file(big, uint64_t(1) << 40);
+  }
+  RawRun run;
+  ASSERT_NO_THROW(run = LoadRawRun(dir));
+  EXPECT_TRUE(AnyContains(run.problems, EventsFileName(1, 5), "directory"))
+      << ::testing::PrintToString(run.problems);
+  EXPECT_TRUE(AnyContains(run.problems, EventsFileName(2, 5), "symbolic link"));
+  EXPECT_TRUE(AnyContains(run.problems, DefsFileName(7), "symbolic link"));
+  EXPECT_TRUE(AnyContains(run.problems, EventsFileName(2, 0), "more than"));
+  EXPECT_LT(run.NumRecords(), e.records);
+  fs::remove_all(dir);
+}
+
+// Before the fix this test hung in open(2) of the FIFOs (CTest's timeout ends it).
+TEST(RawRun, FifosDoNotBlock) {
+  const std::string dir = TempDir("fifo");
+  testing::Expected e = testing::WriteSyntheticRun(dir);
+  const fs::path raw = fs::path(dir) / "raw";
+  ASSERT_EQ(mkfifo((raw / EventsFileName(1, 3)).c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((raw / DefsFileName(5)).c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((raw / "samples-000001.bin").c_str(), 0600), 0);
+  RawRun run;
+  ASSERT_NO_THROW(run = LoadRawRun(dir));
+  EXPECT_EQ(run.NumRecords(), e.records);
+  EXPECT_TRUE(AnyContains(run.problems, EventsFileName(1, 3), "FIFO"))
+      << ::testing::PrintToString(run.problems);
+  EXPECT_TRUE(AnyContains(run.problems, DefsFileName(5), "FIFO"));
+  fs::remove_all(dir);
+}
+
+TEST(RawRun, WorldSizeAndTickRateAreChecked) {
+  const std::string dir = TempDir("world");
+  testing::WriteSyntheticRun(dir);
+  Edit(dir, DefsFileName(1), "\"world_size\":3", "\"world_size\":4");
+  Edit(dir, DefsFileName(2), "\"ticks_per_second\":1000000000.0", "\"ticks_per_second\":1e-300");
+  RawRun run = LoadRawRun(dir);
+  EXPECT_EQ(run.world_size, 3);
+  ASSERT_EQ(run.ranks.size(), 1u);
+  EXPECT_TRUE(AnyContains(run.problems, DefsFileName(1) + ": world size 4", DefsFileName(0)))
+      << ::testing::PrintToString(run.problems);
+  EXPECT_TRUE(AnyContains(run.problems, DefsFileName(2), "ticks_per_second"));
+
+  // A world of 2^31-1 ranks claimed by every file: refused, not 2^31 "missing rank" lines.
+  testing::WriteSyntheticRun(dir);
+  for (int r = 0; r < 3; ++r)
+    Edit(dir, DefsFileName(r), "\"world_size\":3", "\"world_size\":2147483647");
+  EXPECT_THROW(LoadRawRun(dir), std::runtime_error);
+  fs::remove_all(dir);
+}
+
+TEST(RawRun, ParseDefsWorksOnABuffer) {
+  RawRank r;
+  std::vector<std::string> problems;
+  EXPECT_FALSE(ParseDefs("{\"type\":\"rank\",\"rank\":0,\"world_size\":1,\"ticks_per_second\":0}\n",
+                         "x", &r, &problems));
+  EXPECT_TRUE(AnyContains(problems, "x:1", "ticks_per_second"));
 }
 
 TEST(ClockModel, InterpolatesBetweenInitAndFinalizeAndIsMonotone) {

@@ -1,11 +1,16 @@
 #include "otf2_writer/raw_samples.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "common/raw_input.h"
 #include "common/sample_format.h"
 
 namespace invmw::otf2 {
@@ -20,13 +25,20 @@ bool LoadRawSamples(const std::string& run_dir, int32_t rank, RawSamples* out,
                     std::vector<std::string>* problems) {
   const std::string defs_name = "raw/" + samples::MetricsFileName(rank);
   const std::string data_name = "raw/" + samples::SamplesFileName(rank);
-  std::ifstream defs(run_dir + "/" + defs_name);
-  if (!defs) return false;
-  RawSamples r;
-  r.rank = rank;
   auto problem = [&](const std::string& file, const std::string& what) {
     if (problems) problems->push_back(file + ": " + what);
   };
+  struct stat st;
+  if (lstat((run_dir + "/" + defs_name).c_str(), &st) != 0) return false;  // sampling was off
+  std::string text, err;
+  // Regular files only: a FIFO or a device must neither block nor be read without end.
+  if (!rawio::ReadRegularFile(run_dir + "/" + defs_name, uint64_t(1) << 30, &text, &err)) {
+    problem(defs_name, "cannot be read: " + err + "; samples ignored");
+    return false;
+  }
+  std::istringstream defs(text);
+  RawSamples r;
+  r.rank = rank;
   std::string line;
   int lineno = 0;
   while (std::getline(defs, line)) {
@@ -38,7 +50,11 @@ bool LoadRawSamples(const std::string& run_dir, int32_t rank, RawSamples* out,
       if (type == "sampler") {
         r.host = j.value("host", "");
         r.node_leader = j.value("node_leader", false);
-        r.ticks_per_second = j.at("ticks_per_second");
+        const double tps = j.at("ticks_per_second");
+        if (!std::isfinite(tps) || tps < 1)
+          throw std::runtime_error("\"ticks_per_second\" " + std::to_string(tps) +
+                                   ": expected a finite tick rate of at least 1 per second");
+        r.ticks_per_second = tps;
         r.interval_s = j.value("interval_s", 0.0);
       } else if (type == "metric") {
         const size_t index = j.at("index");
@@ -62,8 +78,14 @@ bool LoadRawSamples(const std::string& run_dir, int32_t rank, RawSamples* out,
       problem(defs_name, "line " + std::to_string(lineno) + " skipped: " + e.what());
     }
   }
-  std::ifstream data(run_dir + "/" + data_name, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(data)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 1ull << 34;
+  if (!rawio::ReadRegularFile(run_dir + "/" + data_name, memory, &bytes, &err)) {
+    problem(data_name, "cannot be read: " + err);
+    *out = std::move(r);
+    return true;
+  }
   samples::SampleFileHeader h{};
   if (bytes.size() < sizeof h) {
     problem(data_name, "missing or shorter than its header");

@@ -35,7 +35,10 @@ int ProfileCmd(int argc, char** argv) {
   if (merge || !Exists(dir + "/profile.json")) {
     std::string err;
     int n = 0;
-    if (!profile::MergeDirectory(dir, &err, &n)) return Fail(err);
+    std::vector<std::string> problems;
+    const bool ok = profile::MergeDirectory(dir, &err, &n, &problems);
+    for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
+    if (!ok) return Fail(err);
     std::fprintf(stderr, "invmw: built the profile of %s from %d rank dump(s)\n", dir.c_str(), n);
   }
   std::ifstream in(dir + (json_out ? "/profile.json" : "/profile.txt"));

@@ -12,9 +12,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+
+#include "common/ignore_sigxfsz.h"
+#include "common/raw_input.h"
 
 #include "common/run_dir.h"
 
@@ -71,7 +76,7 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
     return false;
   }
   std::memcpy(&out->header, data, sizeof(raw::RankHeader));
-  const auto& h = out->header;
+  auto& h = out->header;
   if (h.magic != raw::kMagic) {
     *error = "not an invmw raw dump (bad magic)";
     return false;
@@ -82,29 +87,80 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
              std::to_string(raw::kVersion) + ")";
     return false;
   }
+  // Checked before use: the merge allocates per world rank and divides by the tick rate.
+  if (h.world_size < 1 || h.world_size > rawio::kMaxWorldSize) {
+    *error = "world_size " + std::to_string(h.world_size) + " is outside 1.." +
+             std::to_string(rawio::kMaxWorldSize);
+    return false;
+  }
+  if (h.rank < 0 || h.rank >= h.world_size) {
+    *error = "rank " + std::to_string(h.rank) + " is outside 0.." +
+             std::to_string(h.world_size - 1) + " (world_size " + std::to_string(h.world_size) +
+             ")";
+    return false;
+  }
+  if (!std::isfinite(h.ticks_per_second) || h.ticks_per_second < 1) {
+    *error = "ticks_per_second is " + std::to_string(h.ticks_per_second) +
+             ": expected a finite tick rate of at least 1 per second (times cannot be computed)";
+    return false;
+  }
+  if (!std::isfinite(h.wall_s) || h.wall_s < 0 || !std::isfinite(h.mpi_init_s) ||
+      h.mpi_init_s < 0) {
+    *error = "wall_s " + std::to_string(h.wall_s) + " / mpi_init_s " +
+             std::to_string(h.mpi_init_s) + ": expected finite, non-negative seconds";
+    return false;
+  }
+  if (h.num_funcs > kMaxDumpFuncs) {
+    *error = "num_funcs " + std::to_string(h.num_funcs) + " is more than the " +
+             std::to_string(kMaxDumpFuncs) + " a dump can hold";
+    return false;
+  }
   size_t need = sizeof(raw::RankHeader) + size_t(h.num_funcs) * sizeof(raw::FuncRecord);
   if (size < need) {
     *error = "dump truncated: " + std::to_string(size) + " of " + std::to_string(need) + " bytes";
     return false;
   }
+  if (size > need) {
+    *error = std::to_string(size - need) + " bytes after the last of its " +
+             std::to_string(h.num_funcs) + " records (" + std::to_string(need) +
+             " expected): not a dump as the runtime writes it";
+    return false;
+  }
+  h.host[sizeof h.host - 1] = '\0';
+  h.mpi_library[sizeof h.mpi_library - 1] = '\0';
+  h.invmw_version[sizeof h.invmw_version - 1] = '\0';
+  h.mpi_flavor[sizeof h.mpi_flavor - 1] = '\0';
   out->funcs.resize(h.num_funcs);
   std::memcpy(out->funcs.data(), static_cast<const char*>(data) + sizeof(raw::RankHeader),
               size_t(h.num_funcs) * sizeof(raw::FuncRecord));
-  for (auto& f : out->funcs) f.name[sizeof f.name - 1] = '\0';
+  std::set<std::string> names;
+  for (auto& f : out->funcs) {
+    f.name[sizeof f.name - 1] = '\0';
+    if (!names.insert(f.name).second) {
+      *error = std::string("function ") + f.name + " is listed twice";
+      return false;
+    }
+  }
   return true;
 }
 
 bool ReadDumpFile(const std::string& path, RankData* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open";
-    return false;
-  }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!ParseDump(data.data(), data.size(), out, error)) {
+  std::string data;
+  if (!rawio::ReadRegularFile(path, kMaxDumpBytes, &data, error) ||
+      !ParseDump(data.data(), data.size(), out, error)) {
     *error = path + ": " + *error;
     return false;
   }
+  return true;
+}
+
+bool ParseDumpFileName(const std::string& name, int* rank) {
+  int32_t r = 0;
+  if (name.size() < 5 + 6 + 4 || name.compare(0, 5, "rank-") != 0 ||
+      name.compare(name.size() - 4, 4, ".bin") != 0 ||
+      !rawio::ParseNameNumber(std::string_view(name).substr(5, name.size() - 9), 6, &r))
+    return false;
+  *rank = r;
   return true;
 }
 
@@ -166,16 +222,49 @@ struct Across {
   }
 };
 
+// a += b, saturating at 2^64-1; *saturated records that it happened.
+void SatAdd(uint64_t* a, uint64_t b, bool* saturated) {
+  if (__builtin_add_overflow(*a, b, a)) {
+    *a = UINT64_MAX;
+    *saturated = true;
+  }
+}
+
 }  // namespace
 
 json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bool incomplete) {
+  json problems = json::array();
+  // The world size: meta.json's when known, else the first dump's; a dump of another world
+  // size belongs to another run.
+  int world = meta.world_size > 0 && meta.world_size <= rawio::kMaxWorldSize ? meta.world_size : 0;
   std::vector<const RankData*> ranks;
-  for (const auto& r : ranks_in) ranks.push_back(&r);
+  std::map<int, size_t> seen;  // rank -> index in ranks_in of the entry kept
+  for (size_t i = 0; i < ranks_in.size(); ++i) {
+    const auto& h = ranks_in[i].header;
+    if (h.magic != raw::kMagic || h.world_size < 1 || h.world_size > rawio::kMaxWorldSize ||
+        h.rank < 0 || h.rank >= h.world_size) {
+      problems.push_back("dump " + std::to_string(i) + ": not a parsed rank dump; left out");
+      continue;
+    }
+    if (world == 0) world = h.world_size;
+    if (h.world_size != world || h.rank >= world) {
+      problems.push_back("rank " + std::to_string(h.rank) + ": dump of a world of " +
+                         std::to_string(h.world_size) + " ranks, this run has " +
+                         std::to_string(world) + "; left out");
+      continue;
+    }
+    auto [it, added] = seen.emplace(h.rank, i);
+    if (!added) {
+      problems.push_back("rank " + std::to_string(h.rank) + ": given twice (dumps " +
+                         std::to_string(it->second) + " and " + std::to_string(i) +
+                         "); the first is kept");
+      continue;
+    }
+    ranks.push_back(&ranks_in[i]);
+  }
   std::sort(ranks.begin(), ranks.end(),
             [](const RankData* a, const RankData* b) { return a->header.rank < b->header.rank; });
 
-  int world = meta.world_size;
-  for (const auto* r : ranks) world = std::max(world, r->header.world_size);
   std::set<int> present;
   std::set<std::string> hosts;
   json jranks = json::array();
@@ -184,12 +273,16 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
   std::map<std::string, std::vector<uint64_t>> fn_hist;
   Across wall, mpi_time;
   bool any_incomplete = incomplete;
+  std::set<std::string> saturated;  // "MPI_Send.calls": sums over ranks that hit 2^64-1
 
   for (const auto* r : ranks) {
     const auto& h = r->header;
     present.insert(h.rank);
     hosts.insert(h.host);
-    double tps = h.ticks_per_second > 0 ? h.ticks_per_second : 1e9;
+    // ParseDump rejects other rates; a caller's own RankData is not trusted to be parsed.
+    const double tps = std::isfinite(h.ticks_per_second) && h.ticks_per_second > 0
+                           ? h.ticks_per_second
+                           : std::numeric_limits<double>::quiet_NaN();
     json fns = json::object();
     double mpi_s = 0;
     for (const auto& f : r->funcs) {
@@ -204,14 +297,22 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
       json& tot = fn_totals[f.name];
       if (tot.is_null())
         tot = {{"calls", 0}, {"time_s", 0.0}, {"bytes_sent", 0}, {"bytes_recv", 0}};
-      tot["calls"] = tot["calls"].get<uint64_t>() + f.calls;
+      for (const auto& [key, v] : {std::pair<const char*, uint64_t>{"calls", f.calls},
+                                   {"bytes_sent", f.bytes_sent},
+                                   {"bytes_recv", f.bytes_recv}}) {
+        uint64_t sum = tot[key].get<uint64_t>();
+        bool sat = false;
+        SatAdd(&sum, v, &sat);
+        tot[key] = sum;
+        if (sat) saturated.insert(std::string(f.name) + "." + key);
+      }
       tot["time_s"] = tot["time_s"].get<double>() + t;
-      tot["bytes_sent"] = tot["bytes_sent"].get<uint64_t>() + f.bytes_sent;
-      tot["bytes_recv"] = tot["bytes_recv"].get<uint64_t>() + f.bytes_recv;
       fn_time[f.name].Add(t, h.rank);
       auto& hv = fn_hist[f.name];
       hv.resize(raw::kHistBins);
-      for (int b = 0; b < raw::kHistBins; ++b) hv[b] += f.hist[b];
+      bool sat = false;
+      for (int b = 0; b < raw::kHistBins; ++b) SatAdd(&hv[b], f.hist[b], &sat);
+      if (sat) saturated.insert(std::string(f.name) + ".histogram");
     }
     bool rank_incomplete = (h.flags & raw::kFlagIncomplete) != 0;
     any_incomplete |= rank_incomplete;
@@ -245,6 +346,12 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
     tot["histogram"] = Histogram(fn_hist[name].data());
     functions[name] = tot;
   }
+  for (const auto& what : saturated) {
+    functions[what.substr(0, what.rfind('.'))]["saturated"] = true;
+    problems.push_back(
+        "functions." + what +
+        ": the sum over ranks exceeds 2^64-1; saturated at 2^64-1 (a corrupt dump?)");
+  }
   json meta_j = MetaToJson(meta);
   meta_j["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));
   meta_j["ranks"] = world;
@@ -254,19 +361,22 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
     meta_j["invmw_version"] = ranks.front()->header.invmw_version;
 
   double wall_max = n ? wall.max : 0;
-  return json{{"schema", 1},
-              {"tool", "invmw"},
-              {"incomplete", any_incomplete},
-              {"missing_ranks", missing},
-              {"metadata", meta_j},
-              {"summary",
-               {{"ranks", world},
-                {"ranks_reported", n},
-                {"wall_s", wall.ToJson(n)},
-                {"mpi_s", mpi_time.ToJson(n)},
-                {"mpi_share", wall_max > 0 && n ? (mpi_time.sum / n) / (wall.sum / n) : 0.0}}},
-              {"functions", functions},
-              {"ranks", jranks}};
+  json p{{"schema", 1},
+         {"tool", "invmw"},
+         {"incomplete", any_incomplete},
+         {"missing_ranks", missing},
+         {"metadata", meta_j},
+         {"summary",
+          {{"ranks", world},
+           {"ranks_reported", n},
+           {"wall_s", wall.ToJson(n)},
+           {"mpi_s", mpi_time.ToJson(n)},
+           {"mpi_share", wall_max > 0 && n ? (mpi_time.sum / n) / (wall.sum / n) : 0.0}}},
+         {"functions", functions},
+         {"ranks", jranks}};
+  if (!saturated.empty()) p["counters_saturated"] = true;
+  if (!problems.empty()) p["raw_problems"] = problems;
+  return p;
 }
 
 namespace {
@@ -327,6 +437,11 @@ std::string RenderText(const json& p) {
   if (!p["missing_ranks"].empty())
     os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
   if (const std::string d = DroppedNote(p); !d.empty()) os << "  NOT RECORDED: " << d << "\n";
+  if (p.contains("raw_problems") && p["raw_problems"].is_array()) {
+    os << "  RAW DATA PROBLEMS (left out, or sums saturated):\n";
+    for (const auto& s : p["raw_problems"])
+      if (s.is_string()) os << "    " << s.get<std::string>() << "\n";
+  }
   if (m.contains("clock_sync")) {
     const auto& c = m["clock_sync"];
     bool finalize = false;
@@ -411,8 +526,10 @@ int AttachResources(json* profile, const std::string& dir) {
   if (DIR* d = opendir(raw_dir.c_str())) {
     while (dirent* e = readdir(d)) {
       const std::string n = e->d_name;
+      int32_t rank = 0;
       if (n.rfind("resources-", 0) == 0 && n.size() > 15 &&
-          n.compare(n.size() - 5, 5, ".json") == 0)
+          n.compare(n.size() - 5, 5, ".json") == 0 &&
+          rawio::ParseNameNumber(std::string_view(n).substr(10, n.size() - 15), 6, &rank))
         files.push_back(n);
     }
     closedir(d);
@@ -424,8 +541,12 @@ int AttachResources(json* profile, const std::string& dir) {
   json counters = json::object();
   for (const auto& f : files) {
     try {
-      std::ifstream in(raw_dir + "/" + f);
-      json r = json::parse(in);
+      std::string text, err;
+      // A summary is a few kilobytes; FIFOs and devices are not read (they would block).
+      if (!rawio::ReadRegularFile(raw_dir + "/" + f, 64 << 20, &text, &err))
+        throw std::runtime_error(err);
+      json r = json::parse(text);
+      if (!r.is_object()) throw std::runtime_error("not a JSON object");
       r.erase("metrics");  // the full list stays in the raw file; the profile keeps the summary
       auto num = [&](const char* k) {
         return r.contains(k) && r[k].is_number() ? r[k].get<double>() : 0.0;
@@ -546,30 +667,50 @@ static bool WriteAtomically(const std::string& path, const std::string& data, bo
 
 bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace,
                std::string* existed) {
+  // Beyond RLIMIT_FSIZE: an error, not SIGXFSZ ending the application (or `invmw run`).
+  IgnoreSigxfsz sigxfsz;
   return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", replace, error, existed);
 }
 
 bool WriteProfile(const std::string& dir, const json& profile, std::string* error, bool replace,
                   std::string* existed) {
-  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", replace, error, existed) &&
+  IgnoreSigxfsz sigxfsz;  // as in WriteMeta
+  // Host and library names come from raw dumps: bytes that are not UTF-8 become U+FFFD
+  // instead of an exception.
+  return WriteAtomically(dir + "/profile.json",
+                         profile.dump(2, ' ', false, json::error_handler_t::replace) + "\n",
+                         replace, error, existed) &&
          WriteAtomically(dir + "/profile.txt", RenderText(profile), replace, error, existed);
 }
 
-bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found) {
+namespace {
+
+bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* ranks_found,
+                           std::vector<std::string>* problems) {
   RunMeta meta;
   {
-    std::ifstream in(dir + "/meta.json");
-    if (in) {
+    std::string text, err;
+    struct stat st;
+    const std::string path = dir + "/meta.json";
+    if (lstat(path.c_str(), &st) == 0) {
+      if (!rawio::ReadRegularFile(path, 64 << 20, &text, &err)) {
+        *error = path + ": " + err;
+        return false;
+      }
       try {
-        json j = json::parse(in);
+        json j = json::parse(text);
         if (!MetaFromJson(j, &meta, error)) return false;
       } catch (const std::exception& e) {
-        *error = dir + "/meta.json: " + e.what();
+        *error = path + ": " + e.what();
+        return false;
+      }
+      if (meta.world_size < 0 || meta.world_size > rawio::kMaxWorldSize) {
+        *error = path + ": world_size " + std::to_string(meta.world_size) + " is outside 0.." +
+                 std::to_string(rawio::kMaxWorldSize);
         return false;
       }
     }
   }
-  std::vector<RankData> ranks;
   std::string raw_dir = dir + "/raw";
   DIR* d = opendir(raw_dir.c_str());
   if (!d) {
@@ -578,40 +719,95 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
              "MPI_Init?)";
     return false;
   }
-  std::vector<std::string> names;
+  std::vector<std::string> found;    // what is wrong, one line per file
+  std::map<int, std::string> names;  // rank -> file name
   while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.rfind("rank-", 0) == 0 && n.size() > 4 && n.substr(n.size() - 4) == ".bin")
-      names.push_back(n);
+    const std::string n = e->d_name;
+    if (n.rfind("rank-", 0) != 0) continue;  // other runtime files, not for the profile
+    int rank = 0;
+    if (ParseDumpFileName(n, &rank))
+      names[rank] = n;
+    else
+      found.push_back(raw_dir + "/" + n + ": not a rank dump name (rank-NNNNNN.bin); ignored");
   }
   closedir(d);
-  std::sort(names.begin(), names.end());
-  std::string problems;
-  for (const auto& n : names) {
+  std::vector<RankData> ranks;
+  std::map<int, std::string> file_of;  // rank -> file whose dump was kept
+  for (const auto& [rank, n] : names) {
     RankData r;
     std::string err;
+    const std::string path = raw_dir + "/" + n;
     // The runtime creates its rank's file at MPI_Init and fills it at the end: an empty one is
     // a rank that saved nothing (killed), like a missing one.
     struct stat st;
-    if (stat((raw_dir + "/" + n).c_str(), &st) == 0 && st.st_size == 0) continue;
-    if (ReadDumpFile(raw_dir + "/" + n, &r, &err))
-      ranks.push_back(std::move(r));
-    else
-      problems += err + "\n";
+    if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) continue;
+    if (!ReadDumpFile(path, &r, &err)) {
+      found.push_back(err + "; ignored");
+      continue;
+    }
+    if (r.header.rank != rank) {
+      // A copy, or a file renamed by hand: counting it would count its rank twice.
+      std::string also;
+      if (names.count(r.header.rank))
+        also = "; rank " + std::to_string(r.header.rank) + " has its own file " + raw_dir + "/" +
+               names[r.header.rank];
+      found.push_back(path + ": holds the dump of rank " + std::to_string(r.header.rank) +
+                      ", not of rank " + std::to_string(rank) + also + "; ignored");
+      continue;
+    }
+    const int world = meta.world_size > 0 ? meta.world_size
+                      : ranks.empty()     ? r.header.world_size
+                                          : ranks.front().header.world_size;
+    if (r.header.world_size != world || rank >= world) {
+      found.push_back(
+          path + ": dump of a world of " + std::to_string(r.header.world_size) + " ranks, but " +
+          (meta.world_size > 0 ? dir + "/meta.json" : raw_dir + "/" + file_of.begin()->second) +
+          " says " + std::to_string(world) + "; ignored");
+      continue;
+    }
+    file_of[rank] = n;
+    ranks.push_back(std::move(r));
   }
   if (ranks_found) *ranks_found = int(ranks.size());
+  if (problems) *problems = found;
   if (ranks.empty()) {
-    // No trailing newline: callers print the message as a line of its own.
-    if (!problems.empty()) problems.pop_back();
-    *error = raw_dir + ": no readable rank data" + (problems.empty() ? "" : "\n" + problems);
+    std::string list;  // the caller that takes the problems prints them itself
+    if (!problems)
+      for (const auto& f : found) list += "\n" + f;
+    *error = raw_dir + ": no readable rank data" + list;
     return false;
   }
   bool incomplete = false;
   for (const auto& r : ranks) incomplete |= (r.header.flags & raw::kFlagIncomplete) != 0;
   json p = BuildProfile(ranks, meta, incomplete);
-  if (!problems.empty()) p["unreadable_dumps"] = problems;
+  if (!found.empty()) {
+    json all = json(found);
+    std::string joined;
+    for (const auto& f : found) joined += f + "\n";
+    p["unreadable_dumps"] = joined;  // the same lines as one string (older readers)
+    for (const auto& more : p.value("raw_problems", json::array())) {
+      all.push_back(more);
+      if (problems) problems->push_back(more.get<std::string>());
+    }
+    p["raw_problems"] = all;
+  } else if (problems) {
+    for (const auto& more : p.value("raw_problems", json::array()))
+      problems->push_back(more.get<std::string>());
+  }
   AttachResources(&p, dir);
   return WriteProfile(dir, p, error);
+}
+
+}  // namespace
+
+bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found,
+                    std::vector<std::string>* problems) {
+  try {
+    return MergeDirectoryOrThrow(dir, error, ranks_found, problems);
+  } catch (const std::exception& e) {  // out of memory, a JSON error: an error, never an abort
+    *error = dir + ": the profile could not be built: " + e.what();
+    return false;
+  }
 }
 
 }  // namespace invmw::profile

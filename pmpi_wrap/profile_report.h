@@ -46,12 +46,25 @@ bool MetaFromJson(const nlohmann::json& j, RunMeta* m, std::string* error);
 bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, bool replace = true,
                std::string* existed = nullptr);
 
-// Parses one dump (header + records). Errors name what is wrong.
+// Parses one dump (header + records). Errors name what is wrong: a dump whose header is not
+// usable (world size, rank, tick rate or times out of range, more records than a dump can hold,
+// bytes after the last record, a function listed twice) is rejected as a whole.
 bool ParseDump(const void* data, size_t size, RankData* out, std::string* error);
+// Reads path only if it is a regular file (no symlink, FIFO or device; never blocks) of at
+// most kMaxDumpBytes, then ParseDump. Errors start with the path.
 bool ReadDumpFile(const std::string& path, RankData* out, std::string* error);
+constexpr uint32_t kMaxDumpFuncs = 1u << 16;
+constexpr uint64_t kMaxDumpBytes =
+    sizeof(raw::RankHeader) + uint64_t(kMaxDumpFuncs) * sizeof(raw::FuncRecord);
+// True when name is exactly what RawDumpPath writes ("rank-000042.bin"; more digits only for
+// ranks above 999999, never extra leading zeros), with the rank it names.
+bool ParseDumpFileName(const std::string& name, int* rank);
 
 // The profile document. ranks may be missing some world ranks (a rank that died without
-// saving); they are listed under "missing_ranks".
+// saving); they are listed under "missing_ranks". Entries that are not parsed dumps, repeat a
+// rank already given, or disagree with the world size are left out, and per-function sums over
+// ranks that would exceed 2^64-1 saturate; each such finding is a line of "raw_problems" (and
+// "counters_saturated": true for the latter), so nothing is counted twice or wraps silently.
 nlohmann::json BuildProfile(const std::vector<RankData>& ranks, const RunMeta& meta,
                             bool incomplete);
 // Empty, or what the run did not record (calls of threads beyond the thread slots, requests
@@ -70,13 +83,20 @@ int AttachResources(nlohmann::json* profile, const std::string& dir);
 // Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
 // reader never sees half a profile. replace = false (the runtime's write into its new run
 // directory): an existing entry of either name is left alone, the write fails and *existed
-// (when given) is set to the entry's path.
+// (when given) is set to the entry's path. SIGXFSZ is ignored meanwhile (as in WriteMeta): a
+// file size limit is an error, never the end of the application.
 bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::string* error,
                   bool replace = true, std::string* existed = nullptr);
 
-// Builds the profile of dir from raw/rank-*.bin and meta.json (after an abnormal end). Returns
-// false with an error when there is nothing to merge.
-bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found = nullptr);
+// Builds the profile of dir from raw/rank-NNNNNN.bin and meta.json (after an abnormal end).
+// Only names that ParseDumpFileName accepts are read; every other "rank-*" entry, every file
+// that cannot be read or parsed, a dump whose header names another rank than its file name
+// (both files are named when that rank has its own file) and a dump of another world size is
+// left out and described in *problems (when given) and in the profile's "raw_problems".
+// Never blocks on FIFOs and never throws. Returns false with an error when there is nothing to
+// merge or the profile cannot be written.
+bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found = nullptr,
+                    std::vector<std::string>* problems = nullptr);
 
 std::string RawDumpPath(const std::string& dir, int rank);
 
