@@ -462,7 +462,8 @@ int ExperimentReset(int argc, char** argv) {
   if (platform.empty()) platform = d.platform;
   if (db.empty()) db = DefaultDb();
   int n = 0;
-  bool have_db = fs::exists(db);
+  std::error_code ec;
+  bool have_db = fs::exists(db, ec);
   try {
     if (have_db) {  // a missing database has no rows to forget, and is not created
       ResultsDb rdb(db, ResultsDb::kExisting);

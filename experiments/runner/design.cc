@@ -190,6 +190,8 @@ class Loader {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
         Fail(*doc_["name"].node(), "name",
              "'" + d_.name + "' is not a valid design name (letters, digits, '-', '_')");
+    if (std::string why = CheckPathName(d_.name); !why.empty())  // it names directories
+      Fail(*doc_["name"].node(), "name", "'" + d_.name + "': " + why);
     d_.description = OptionalString("description", "");
     std::string type = OptionalString("type", "full");
     if (type != "full" && type != "fractional")

@@ -247,6 +247,12 @@ TEST(Design, PlatformMustBeAPlainName) {
           << e.what();
     }
   }
+  try {
+    ParseDesign("name = \"" + std::string(129, 'd') + "\"\n" + rest, "x.toml");
+    ADD_FAILURE() << "a 129-character design name accepted";
+  } catch (const DesignError& e) {
+    EXPECT_EQ(e.field, "name") << e.what();
+  }
   for (const char* good : {"local", "emu-4x50-shm", "cluster_2.1"})
     EXPECT_EQ(
         ParseDesign("name = \"x\"\nplatform = \"" + std::string(good) + "\"\n" + rest, "x.toml")
