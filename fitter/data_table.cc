@@ -18,19 +18,52 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-std::vector<std::string> SplitCells(const std::string& line) {
-  std::vector<std::string> cells;
+// One CSV line as RFC 4180 reads it: a cell in double quotes may hold commas and "" for a quote
+// (a quoted cell is taken as it is, an unquoted one trimmed). *starts gets each cell's column
+// (1-based) for messages. Returns false when a quote is not closed on the line.
+bool SplitCells(const std::string& line, std::vector<std::string>* cells,
+                std::vector<int>* starts) {
   std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      cells.push_back(Trim(cur));
+  bool in_quotes = false, quoted = false;
+  int start = 1;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (in_quotes) {
+      if (c != '"') {
+        cur += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        in_quotes = false;
+      }
+    } else if (c == '"' && !quoted && Trim(cur).empty()) {
+      in_quotes = quoted = true;
       cur.clear();
-    } else {
+    } else if (c == ',') {
+      cells->push_back(quoted ? cur : Trim(cur));
+      starts->push_back(start);
+      cur.clear();
+      quoted = false;
+      start = static_cast<int>(i) + 2;
+    } else if (!quoted || (c != ' ' && c != '\t' && c != '\r')) {
       cur += c;
     }
   }
-  cells.push_back(Trim(cur));
-  return cells;
+  cells->push_back(quoted ? cur : Trim(cur));
+  starts->push_back(start);
+  return !in_quotes;
+}
+
+bool Missing(const std::string& c) {
+  return c.empty() || c == "NA" || c == "nan" || c == "NaN";
+}
+
+// A cell that spells a number completely (finite or not).
+bool Numeric(const std::string& c, double* v) {
+  char* end = nullptr;
+  *v = std::strtod(c.c_str(), &end);
+  return end != c.c_str() && *end == '\0';
 }
 
 }  // namespace
@@ -53,49 +86,81 @@ DataTable ParseCsv(const std::string& text, const std::string& source) {
   std::stringstream ss(text);
   std::string line;
   int lineno = 0;
+  struct Row {
+    int line;
+    std::vector<std::string> cells;
+    std::vector<int> starts;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> header;
   while (std::getline(ss, line)) {
     ++lineno;
     std::string trimmed = Trim(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
-    std::vector<std::string> cells = SplitCells(trimmed);
-    if (t.columns.empty()) {
+    Row r{lineno, {}, {}};
+    if (!SplitCells(trimmed, &r.cells, &r.starts))
+      throw DataError(source + ":" + std::to_string(lineno) +
+                      ": a quoted cell is not closed on its line");
+    if (header.empty()) {
       std::set<std::string> seen;
-      for (const auto& c : cells) {
+      for (const auto& c : r.cells) {
         if (c.empty())
           throw DataError(source + ":" + std::to_string(lineno) + ": empty column name");
         if (!seen.insert(c).second)
           throw DataError(source + ":" + std::to_string(lineno) + ": column '" + c +
                           "' appears twice");
       }
-      t.columns = cells;
+      header = r.cells;
       continue;
     }
-    if (cells.size() != t.columns.size()) {
-      throw DataError(source + ":" + std::to_string(lineno) + ": " + std::to_string(cells.size()) +
-                      " cells, but the header has " + std::to_string(t.columns.size()) +
-                      " columns");
+    if (r.cells.size() != header.size()) {
+      throw DataError(source + ":" + std::to_string(lineno) + ": " +
+                      std::to_string(r.cells.size()) + " cells, but the header has " +
+                      std::to_string(header.size()) + " columns");
     }
-    std::vector<double> row(cells.size());
-    int col = 1;
-    for (size_t j = 0; j < cells.size(); ++j) {
-      const std::string& c = cells[j];
-      if (c.empty() || c == "NA" || c == "nan" || c == "NaN") {
-        row[j] = std::numeric_limits<double>::quiet_NaN();
-      } else {
-        char* end = nullptr;
-        row[j] = std::strtod(c.c_str(), &end);
-        if (*end != '\0' || !std::isfinite(row[j])) {
-          throw DataError(source + ":" + std::to_string(lineno) + ":" + std::to_string(col) +
-                          ": column '" + t.columns[j] + "': '" + c + "' is not a finite number");
-        }
+    rows.push_back(std::move(r));
+  }
+  if (header.empty()) throw DataError(source + ": no header line (comma-separated column names)");
+  // A column with no number in it holds text (a platform name, a string factor): like the
+  // results database's text factors, it is listed in text_columns instead of being a column.
+  // Text among numbers is an error at its cell.
+  std::vector<bool> is_text(header.size(), false);
+  for (size_t j = 0; j < header.size(); ++j) {
+    bool numbers = false, texts = false;
+    std::string example;
+    double v;
+    for (const Row& r : rows) {
+      const std::string& c = r.cells[j];
+      if (Missing(c)) continue;
+      if (Numeric(c, &v)) {
+        numbers = true;
+      } else if (!texts) {
+        texts = true;
+        example = c;
       }
-      col += static_cast<int>(c.size()) + 1;
+    }
+    if (texts && !numbers) {
+      is_text[j] = true;
+      t.text_columns.emplace_back(header[j], example);
+    } else {
+      t.columns.push_back(header[j]);
+    }
+  }
+  for (const Row& r : rows) {
+    std::vector<double> row;
+    for (size_t j = 0; j < header.size(); ++j) {
+      if (is_text[j]) continue;
+      const std::string& c = r.cells[j];
+      double v = std::numeric_limits<double>::quiet_NaN();
+      if (!Missing(c) && (!Numeric(c, &v) || !std::isfinite(v))) {
+        throw DataError(source + ":" + std::to_string(r.line) + ":" + std::to_string(r.starts[j]) +
+                        ": column '" + header[j] + "': '" + c + "' is not a finite number");
+      }
+      row.push_back(v);
     }
     t.rows.push_back(std::move(row));
-    t.lines.push_back(lineno);
+    t.lines.push_back(r.line);
   }
-  if (t.columns.empty())
-    throw DataError(source + ": no header line (comma-separated column names)");
   return t;
 }
 

@@ -41,9 +41,10 @@ struct DataTable {
   std::string RowOrigin(size_t i) const;
 };
 
-// CSV with a header line of column names; '#' starts a comment line; empty, "NA" and "nan"
-// cells are missing. Throws DataError naming file, line and column on anything else that is not
-// a number.
+// CSV with a header line of column names; '#' starts a comment line; cells may be quoted as
+// RFC 4180 says (on one line); empty, "NA" and "nan" cells are missing. A column without any
+// number (e.g. `platform` of `invmw results export`) is listed in text_columns, not in columns.
+// Throws DataError naming file, line and column on text in a column of numbers.
 DataTable ParseCsv(const std::string& text, const std::string& source);
 DataTable ReadCsv(const std::string& path);
 // Writes a table as CSV (used by tests and by synthetic-data generation).

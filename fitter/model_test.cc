@@ -175,7 +175,7 @@ TEST(DataTable, CsvParsingAndErrors) {
   EXPECT_TRUE(std::isnan(t.rows[1][2]));
   EXPECT_EQ(t.RowOrigin(1), "d.csv:4");
   try {
-    ParseCsv("p,t\n1,abc\n", "d.csv");
+    ParseCsv("p,t\n1,abc\n2,0.5\n", "d.csv");  // text among numbers
     FAIL();
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("d.csv:2:3: column 't': 'abc'"), std::string::npos)
@@ -184,6 +184,32 @@ TEST(DataTable, CsvParsingAndErrors) {
   EXPECT_THROW(ParseCsv("p,t\n1,2,3\n", "d.csv"), DataError);
   EXPECT_THROW(ParseCsv("p,p\n1,2\n", "d.csv"), DataError);
   EXPECT_THROW(ReadCsv("/nonexistent.csv"), DataError);
+}
+
+// The CSV of `invmw results export`: a text column (platform, a string factor) and RFC 4180
+// quoting are read, not refused.
+TEST(DataTable, CsvTextColumnsAndQuoting) {
+  DataTable t = ParseCsv(
+      "point,replication,platform,bytes,\"mpi, flavour\",t\n"
+      "0,0,local,100,\"open\"\"mpi, 4\"\"\",0.25\n"
+      "1,0,local,200,\"open\"\"mpi, 4\"\"\",\n",
+      "e.csv");
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"point", "replication", "bytes", "t"}));
+  ASSERT_EQ(t.text_columns.size(), 2u);
+  EXPECT_EQ(t.text_columns[0], (std::pair<std::string, std::string>{"platform", "local"}));
+  EXPECT_EQ(t.text_columns[1],
+            (std::pair<std::string, std::string>{"mpi, flavour", "open\"mpi, 4\""}));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.rows[1][2], 200);
+  EXPECT_DOUBLE_EQ(t.rows[0][3], 0.25);
+  EXPECT_TRUE(std::isnan(t.rows[1][3]));
+  try {
+    ParseCsv("p,t\n1,\"2\n", "q.csv");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("q.csv:2: a quoted cell is not closed"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

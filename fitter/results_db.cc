@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/sqlite_readonly.h"
+
 namespace invmw::fit {
 
 namespace {
@@ -89,16 +91,16 @@ nlohmann::json ParseObject(const std::string& text, const std::string& where, co
 
 DataTable LoadResults(const std::string& path, const ResultsQuery& q) {
   if (q.design.empty()) throw DataError(path + ": no design named (--design NAME)");
-  // Opening read-only never creates an empty database where the user mistyped a path.
+  // Opening read-only never creates an empty database where the user mistyped a path, and
+  // reads one on read-only storage.
   struct stat sb;
   if (stat(path.c_str(), &sb) != 0)
     throw DataError(path + ": no results database there (run a design first, or give --db FILE)");
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  std::string error;
+  sqlite3* raw = sqlite::OpenReadOnly(path, &error);
   Db db(raw);
-  if (rc != SQLITE_OK)
-    throw DataError(path + ": cannot open results database: " + sqlite3_errmsg(raw));
-  sqlite3_busy_timeout(raw, 5000);  // the runner may be writing the next run right now
+  if (!raw) throw DataError(error);
+  int rc;
 
   Stmt st = Prepare(raw, path,
                     "SELECT id, point, replication, platform, factors, responses FROM runs "

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <memory>
 
+#include "common/sqlite_readonly.h"
+
 namespace invmw::effects {
 namespace {
 
@@ -17,18 +19,10 @@ struct StmtFinalizer {
 using Db = std::unique_ptr<sqlite3, DbCloser>;
 using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
-// Read-only: an analysis must never create an empty database where the user mistyped a path.
+// Read-only: an analysis must never create an empty database where the user mistyped a path,
+// and must read a database on read-only storage.
 Db Open(const std::string& path, std::string* error) {
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) {
-    *error = path + ": cannot open the results database: " +
-             (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
-    return nullptr;
-  }
-  sqlite3_busy_timeout(db.get(), 5000);  // the runner may be writing at the same time
-  return db;
+  return Db(sqlite::OpenReadOnly(path, error));
 }
 
 std::string Text(sqlite3_stmt* s, int col) {

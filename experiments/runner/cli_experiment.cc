@@ -21,6 +21,7 @@
 #include "experiments/runner/design.h"
 #include "experiments/runner/results_db.h"
 #include "experiments/runner/responses.h"
+#include "experiments/runner/run_dirs.h"
 #include "experiments/runner/runner.h"
 
 namespace invmw::experiment {
@@ -57,6 +58,16 @@ bool LoadOrFail(const std::string& path, Design* d, int* rc) {
     *rc = Fail(e.what());
     return false;
   }
+}
+
+// --platform becomes a path component of the run directories: a plain name only.
+bool PlatformOrFail(const std::string& platform, int* rc) {
+  if (platform.empty()) return true;
+  if (std::string why = CheckPathName(platform); !why.empty()) {
+    *rc = Fail("--platform '" + platform + "': " + why);
+    return false;
+  }
+  return true;
 }
 
 const char* kDbHelp =
@@ -117,8 +128,8 @@ int DesignShow(int argc, char** argv) {
     AliasStructure a = Aliases(d);
     int k = static_cast<int>(d.factors.size()), p = static_cast<int>(d.generators.size());
     std::printf(
-        "\n2^(%d-%d) fractional factorial design, resolution %s (%d points instead of %d)\n", k, p,
-        RomanResolution(a.resolution).c_str(), d.NumPoints(), 1 << k);
+        "\n2^(%d-%d) fractional factorial design, resolution %s (%lld points instead of %lld)\n", k,
+        p, RomanResolution(a.resolution).c_str(), static_cast<long long>(d.NumPoints()), 1LL << k);
     std::printf("generators:");
     for (const auto& g : d.generators)
       std::printf("  %c = %s", d.factors[g.factor].letter, EffectName(g.word, g.sign).c_str());
@@ -134,11 +145,12 @@ int DesignShow(int argc, char** argv) {
       std::printf("\n");
     }
   } else {
-    std::printf("\nfull factorial design: %d points\n", d.NumPoints());
+    std::printf("\nfull factorial design: %lld points\n", static_cast<long long>(d.NumPoints()));
   }
-  std::printf("runs: %d points x %d replication%s = %d, on platform %s, timeout %s s per run\n",
-              d.NumPoints(), d.replications, d.replications == 1 ? "" : "s", d.NumRuns(),
-              d.platform.c_str(), FormatNumber(d.timeout_s).c_str());
+  std::printf("runs: %lld points x %d replication%s = %lld, on platform %s, timeout %s s per run\n",
+              static_cast<long long>(d.NumPoints()), d.replications, d.replications == 1 ? "" : "s",
+              static_cast<long long>(d.NumRuns()), d.platform.c_str(),
+              FormatNumber(d.timeout_s).c_str());
   std::string resp;
   for (const auto& r : d.responses) resp += (resp.empty() ? "" : ", ") + r;
   std::printf("responses: %s\n\npoints (standard order):\n  %5s", resp.c_str(), "point");
@@ -304,6 +316,7 @@ int ExperimentRun(int argc, char** argv) {
   Design d;
   int rc = 0;
   if (!LoadOrFail(files[0], &d, &rc)) return rc;
+  if (!PlatformOrFail(platform, &rc)) return rc;
   RunnerOptions o;
   o.db_path = db.empty() ? DefaultDb() : db;
   o.platform = platform;
@@ -317,12 +330,18 @@ int ExperimentRun(int argc, char** argv) {
   if (!point.empty()) {
     if (!config::ParseInt(point, &v) || v < 0)
       return Fail("--point " + point + ": expected K >= 0");
+    if (v >= d.NumPoints())
+      return Fail("--point " + point + ": design '" + d.name + "' has points 0.." +
+                  std::to_string(d.NumPoints() - 1));
     o.point = static_cast<int>(v);
   }
   if (!replication.empty()) {
     if (point.empty()) return Fail("--replication needs --point");
     if (!config::ParseInt(replication, &v) || v < 0)
       return Fail("--replication " + replication + ": expected R >= 0");
+    if (v >= d.replications)
+      return Fail("--replication " + replication + ": design '" + d.name +
+                  "' has replications 0.." + std::to_string(d.replications - 1));
     o.replication = static_cast<int>(v);
   }
   RunSummary s;
@@ -358,11 +377,13 @@ int ExperimentStatus(int argc, char** argv) {
   Design d;
   int rc = 0;
   if (!LoadOrFail(files[0], &d, &rc)) return rc;
+  if (!PlatformOrFail(platform, &rc)) return rc;
   if (platform.empty()) platform = d.platform;
   if (db.empty()) db = DefaultDb();
   std::vector<RunRecord> rows;
   try {
-    ResultsDb rdb(db);
+    // Read-only: a mistyped --db must not leave an empty database (and directories) behind.
+    ResultsDb rdb(db, ResultsDb::kReadOnly);
     rows = rdb.Runs(d.name, platform);
   } catch (const std::exception& e) {
     return Fail(e.what());
@@ -402,12 +423,13 @@ int ExperimentStatus(int argc, char** argv) {
     }
     if (sound) good.insert({r.point, r.replication});
   }
-  int not_run = d.NumRuns() - static_cast<int>(rows.size());
-  std::printf("%d of %d runs ok and complete, %d failed, %d not run\n",
-              static_cast<int>(good.size()), d.NumRuns(), failed, not_run > 0 ? not_run : 0);
+  int64_t not_run = d.NumRuns() - static_cast<int64_t>(rows.size());
+  std::printf("%d of %lld runs ok and complete, %d failed, %lld not run\n",
+              static_cast<int>(good.size()), static_cast<long long>(d.NumRuns()), failed,
+              static_cast<long long>(not_run > 0 ? not_run : 0));
   if (!require) return 0;
   for (const auto& p : problems) std::printf("problem: %s\n", p.c_str());
-  if (static_cast<int>(good.size()) != d.NumRuns()) {
+  if (static_cast<int64_t>(good.size()) != d.NumRuns()) {
     std::fprintf(stderr, "invmw: error: design %s is not complete on %s\n", d.name.c_str(),
                  platform.c_str());
     return 1;
@@ -422,7 +444,10 @@ int ExperimentReset(int argc, char** argv) {
   Args args("invmw experiment reset [options] FILE",
             "Forgets a design's runs on a platform: deletes its rows from the results database\n"
             "and its run directories, so that the next `invmw experiment run` measures every\n"
-            "point again. Other designs and platforms are untouched.");
+            "point again. Other designs and platforms are untouched. Only directories that\n"
+            "`invmw experiment run` made (they hold a .invmw-runner-owned marker) are deleted,\n"
+            "never through a symbolic link; anything else is kept and named on stderr. A\n"
+            "missing database is not created.");
   args.Option("--db", "FILE", &db, kDbHelp)
       .Option("--platform", "NAME", &platform, "platform (default: the design's)")
       .Option("--runs-dir", "DIR", &runs_dir,
@@ -433,20 +458,33 @@ int ExperimentReset(int argc, char** argv) {
   Design d;
   int rc = 0;
   if (!LoadOrFail(files[0], &d, &rc)) return rc;
+  if (!PlatformOrFail(platform, &rc)) return rc;
   if (platform.empty()) platform = d.platform;
   if (db.empty()) db = DefaultDb();
   int n = 0;
+  std::error_code ec;
+  bool have_db = fs::exists(db, ec);
   try {
-    ResultsDb rdb(db);
-    n = rdb.Delete(d.name, platform);
+    if (have_db) {  // a missing database has no rows to forget, and is not created
+      ResultsDb rdb(db, ResultsDb::kExisting);
+      n = rdb.Delete(d.name, platform);
+    }
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
-  fs::path runs = runs_dir.empty() ? fs::absolute(db).parent_path() / "runs" : fs::path(runs_dir);
-  std::error_code ec;
-  fs::remove_all(runs / d.name / platform, ec);
-  std::printf("%s on %s: forgot %d run%s\n", d.name.c_str(), platform.c_str(), n,
-              n == 1 ? "" : "s");
+  std::string runs =
+      runs_dir.empty() ? (fs::absolute(db).parent_path() / "runs").string() : runs_dir;
+  RemoveReport removed;
+  try {
+    // Only directories the runner made (ownership marker), never through a symbolic link.
+    removed = RemoveRunDirs(runs, d.name, platform);
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  }
+  for (const auto& k : removed.kept) std::fprintf(stderr, "invmw: note: kept %s\n", k.c_str());
+  std::printf("%s on %s: forgot %d run%s%s, removed %d run director%s\n", d.name.c_str(),
+              platform.c_str(), n, n == 1 ? "" : "s", have_db ? "" : " (no database there)",
+              removed.removed, removed.removed == 1 ? "y" : "ies");
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "common/config.h"
+#include "experiments/runner/run_dirs.h"
 #include "fitter/expr.h"
 
 namespace invmw::experiment {
@@ -45,11 +46,24 @@ std::string Level::Text() const {
   return is_number ? FormatNumber(number) : name;
 }
 
-int Design::NumPoints() const {
-  if (fractional) return 1 << (factors.size() - generators.size());
-  int n = 1;
-  for (const auto& f : factors) n *= static_cast<int>(f.levels.size());
+int64_t Design::NumPoints() const {
+  if (fractional) {
+    size_t base = factors.size() - generators.size();
+    return base >= 63 ? INT64_MAX : int64_t(1) << base;
+  }
+  int64_t n = 1;
+  for (const auto& f : factors) {
+    int64_t l = static_cast<int64_t>(f.levels.size());
+    if (l != 0 && n > INT64_MAX / l) return INT64_MAX;
+    n *= l;
+  }
   return n;
+}
+
+int64_t Design::NumRuns() const {
+  int64_t p = NumPoints();
+  if (replications > 0 && p > INT64_MAX / replications) return INT64_MAX;
+  return p * replications;
 }
 
 namespace {
@@ -176,21 +190,28 @@ class Loader {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
         Fail(*doc_["name"].node(), "name",
              "'" + d_.name + "' is not a valid design name (letters, digits, '-', '_')");
+    if (std::string why = CheckPathName(d_.name); !why.empty())  // it names directories
+      Fail(*doc_["name"].node(), "name", "'" + d_.name + "': " + why);
     d_.description = OptionalString("description", "");
     std::string type = OptionalString("type", "full");
     if (type != "full" && type != "fractional")
       Fail(*doc_["type"].node(), "type", "'" + type + "': expected \"full\" or \"fractional\"");
     d_.fractional = type == "fractional";
     d_.platform = OptionalString("platform", "local");
+    if (std::string why = CheckPathName(d_.platform); !why.empty())
+      Fail(*doc_["platform"].node(), "platform",
+           "'" + d_.platform + "' is not a platform name: " + why);
     d_.replications = static_cast<int>(OptionalInt("replications", 1, 1, 10000));
     d_.seed = static_cast<uint64_t>(OptionalInt("seed", 1, 0, INT64_MAX));
     LoadTimeout();
     LoadFactors();
     LoadGenerators();
+    CheckSize();
     LoadCommand();
     LoadDerived();
     LoadResponses();
     CheckTemplates();
+    CheckDerivedValues();
     return d_;
   }
 
@@ -244,6 +265,7 @@ class Loader {
       Fail(*n, "timeout", "expected seconds (a number) or a duration string like \"10m\"");
     }
     if (!(s > 0)) Fail(*n, "timeout", "must be positive");
+    if (s > 1e6) Fail(*n, "timeout", FormatNumber(s) + " s: at most 1000000 s (11.6 days)");
     d_.timeout_s = s;
   }
 
@@ -377,6 +399,56 @@ class Loader {
                           "a 2^(k-p) design needs exactly 2 levels per factor; '" +
                               d_.factors[i].name + "' has " +
                               std::to_string(d_.factors[i].levels.size()));
+    }
+  }
+
+  // Sizes in 64 bits against the stated maxima, before anything is expanded.
+  void CheckSize() {
+    int64_t points = d_.NumPoints();
+    std::string why;
+    if (d_.fractional) {
+      why = "2^(" + std::to_string(d_.factors.size()) + "-" + std::to_string(d_.generators.size()) +
+            ") fractional design";
+    } else {
+      for (const auto& f : d_.factors)
+        why += (why.empty() ? "" : " x ") + f.name + ": " + std::to_string(f.levels.size());
+      why = "levels " + why;
+    }
+    std::string count = points == INT64_MAX ? "more than 9.2e18" : std::to_string(points);
+    if (points > kMaxPoints)
+      throw DesignError(source_, 0, "factor",
+                        "the design has " + count + " points (" + why + "); at most " +
+                            std::to_string(kMaxPoints) +
+                            " are supported: use fewer factors or levels, or a fractional "
+                            "design");
+    const toml::node* reps = doc_["replications"].node();
+    if (d_.NumRuns() > kMaxRuns)
+      throw DesignError(
+          source_, reps ? static_cast<int>(reps->source().begin.line) : 0, "replications",
+          std::to_string(points) + " points (" + why + ") x " + std::to_string(d_.replications) +
+              " replications = " + std::to_string(d_.NumRuns()) + " runs; at most " +
+              std::to_string(kMaxRuns) + " are supported");
+  }
+
+  // Every derived value at every point: finite, and ranks a whole number the platform can
+  // start (an expression like "1/0" or "p - 8" would otherwise become `-np inf`).
+  void CheckDerivedValues() {
+    std::vector<Point> points = ExpandPoints(d_);
+    for (const Point& p : points) {
+      for (const Derived& dv : d_.derived) {
+        double v = p.derived.at(dv.name);
+        std::string field = dv.name == "ranks" ? "command.ranks" : "derived." + dv.name;
+        std::string at = "at point " + std::to_string(p.index) + " " + p.FactorsJson(d_);
+        if (!std::isfinite(v))
+          throw DesignError(source_, dv.line, field,
+                            "'" + dv.expression + "' is " + FormatNumber(v) + " " + at +
+                                "; expected a finite number");
+        if (dv.name == "ranks" && (v != std::floor(v) || v < 1 || v > kMaxRanks))
+          throw DesignError(source_, dv.line, field,
+                            "'" + dv.expression + "' is " + FormatNumber(v) + " " + at +
+                                "; ranks must be a whole number from 1 to " +
+                                std::to_string(kMaxRanks));
+      }
     }
   }
 

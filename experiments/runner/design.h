@@ -11,9 +11,11 @@
 // the product of the signs of its generator word (-1 = first level, +1 = second level).
 //
 // Contract: LoadDesign either returns a design whose every template placeholder, derived value,
-// generator and response name has been checked, or throws DesignError naming the file, the line
-// and the field (e.g. `command.args[3]`) and what was expected there. The file format is
-// described in docs/experiments.md; experiments/designs/ holds the shipped designs.
+// generator and response name has been checked (names that become path components, the design
+// and its platform, are plain names; sizes are within kMaxPoints/kMaxRuns; every derived value is
+// finite at every point and ranks a whole number 1..kMaxRanks), or throws DesignError naming the
+// file, the line and the field (e.g. `command.args[3]`) and what was expected there. The file
+// format is described in docs/experiments.md; experiments/designs/ holds the shipped designs.
 #pragma once
 
 #include <cstdint>
@@ -81,9 +83,17 @@ struct Design {
   double timeout_s = 600;              // per run, wall clock
   std::vector<std::string> responses;  // names recorded per run (contract B or analysis JSON keys)
 
-  int NumPoints() const;
-  int NumRuns() const { return NumPoints() * replications; }
+  // 64-bit and saturating (INT64_MAX), so that an oversized design is refused, not wrapped;
+  // LoadDesign refuses more than kMaxPoints points or kMaxRuns runs.
+  int64_t NumPoints() const;
+  int64_t NumRuns() const;
 };
+
+// Limits LoadDesign enforces: every point is a CTest test and a row, so a design beyond them is
+// a mistake (or an attack), not an experiment. Ranks are what the platform must start.
+constexpr int64_t kMaxPoints = 100000;
+constexpr int64_t kMaxRuns = 1000000;  // points x replications
+constexpr int64_t kMaxRanks = 65536;
 
 // The values of one design point (0-based index in standard order).
 struct Point {

@@ -229,5 +229,117 @@ TEST(Design, MoreErrors) {
             std::string::npos);
 }
 
+// Names that become path components: the platform of the file (the design name has its own
+// rule) must be a plain name, so that no run directory and no reset reaches outside the runs
+// directory.
+TEST(Design, PlatformMustBeAPlainName) {
+  const std::string rest =
+      "responses = [\"t_wall\"]\n[[factor]]\nname = \"p\"\nlevels = [1, 2]\n"
+      "[command]\nprogram = \"echo\"\n";
+  for (const char* bad : {"/abs", "../x", "..", ".", "a/b", "", "x y"}) {
+    try {
+      ParseDesign("name = \"x\"\nplatform = \"" + std::string(bad) + "\"\n" + rest, "x.toml");
+      ADD_FAILURE() << "platform '" << bad << "' accepted";
+    } catch (const DesignError& e) {
+      EXPECT_EQ(e.field, "platform") << e.what();
+      EXPECT_EQ(e.line, 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not a platform name"), std::string::npos)
+          << e.what();
+    }
+  }
+  try {
+    ParseDesign("name = \"" + std::string(129, 'd') + "\"\n" + rest, "x.toml");
+    ADD_FAILURE() << "a 129-character design name accepted";
+  } catch (const DesignError& e) {
+    EXPECT_EQ(e.field, "name") << e.what();
+  }
+  for (const char* good : {"local", "emu-4x50-shm", "cluster_2.1"})
+    EXPECT_EQ(
+        ParseDesign("name = \"x\"\nplatform = \"" + std::string(good) + "\"\n" + rest, "x.toml")
+            .platform,
+        good);
+}
+
+std::string LoadError(const std::string& text) {
+  try {
+    ParseDesign(text, "x.toml");
+  } catch (const DesignError& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
+std::string Factors(int k, int levels) {
+  std::string s;
+  for (int i = 0; i < k; ++i) {
+    s += "[[factor]]\nname = \"f" + std::to_string(i) + "\"\nlevels = [";
+    for (int l = 0; l < levels; ++l) s += (l ? ", " : "") + std::to_string(l);
+    s += "]\n";
+  }
+  return s;
+}
+
+// 10^16 points printed a negative count; 2^22 points died of bad_alloc. Counts are 64-bit and
+// refused above the stated maxima, naming the factors' level counts.
+TEST(Design, SizesAreCountedIn64BitsAndBounded) {
+  const std::string head = "name = \"x\"\nresponses = [\"t_wall\"]\n";
+  const std::string cmd = "[command]\nprogram = \"echo\"\n";
+  Design big;
+  for (int i = 0; i < 16; ++i) {
+    Factor f;
+    f.levels.resize(10);
+    big.factors.push_back(f);
+  }
+  EXPECT_EQ(big.NumPoints(), 10000000000000000LL);
+  for (int i = 0; i < 10; ++i) big.factors.push_back(big.factors[0]);  // 10^26: saturates
+  EXPECT_EQ(big.NumPoints(), INT64_MAX);
+  EXPECT_EQ(big.NumRuns(), INT64_MAX);
+
+  std::string e = LoadError(head + Factors(16, 10) + cmd);
+  EXPECT_NE(e.find("field 'factor': the design has 10000000000000000 points (levels f0: 10 x "
+                   "f1: 10 x"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("at most 100000"), std::string::npos) << e;
+  e = LoadError(head + Factors(22, 2) + cmd);
+  EXPECT_NE(e.find("4194304 points"), std::string::npos) << e;
+  e = LoadError(head + "type = \"fractional\"\ngenerators = [\"f20 = f0*f1\", \"f21 = f2*f3\"]\n" +
+                Factors(22, 2) + cmd);
+  EXPECT_NE(e.find("1048576 points (2^(22-2) fractional design)"), std::string::npos) << e;
+  e = LoadError(head + "replications = 10000\n" + Factors(3, 10) + cmd);
+  EXPECT_NE(e.find("x.toml:3: field 'replications': 1000 points (levels f0: 10 x f1: 10 x f2: "
+                   "10) x 10000 replications = 10000000 runs; at most 1000000"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(LoadError(head + Factors(5, 10) + cmd), "loaded");  // 100000 points: the maximum
+  EXPECT_NE(LoadError(head + "timeout = 1e9\n" + Factors(1, 2) + cmd).find("at most 1000000 s"),
+            std::string::npos);
+}
+
+// `ranks = "1/0"` became `-np inf`, a negative expression a negative rank count.
+TEST(Design, DerivedValuesAreFiniteAndRanksAWholeCount) {
+  const std::string head =
+      "name = \"x\"\nresponses = [\"t_wall\"]\n[[factor]]\nname = \"p\"\nlevels = [1, 3]\n";
+  auto with_ranks = [&](const std::string& r) {
+    return LoadError(head + "[command]\nprogram = \"echo\"\nranks = \"" + r + "\"\n");
+  };
+  std::string e = with_ranks("1/0");
+  EXPECT_NE(e.find("x.toml:8: field 'command.ranks': '1/0' is inf at point 0 {\"p\":1.0}; "
+                   "expected a finite number"),
+            std::string::npos)
+      << e;
+  e = with_ranks("p - 2");
+  EXPECT_NE(e.find("'p - 2' is -1 at point 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("ranks must be a whole number from 1 to 65536"), std::string::npos) << e;
+  EXPECT_NE(with_ranks("p / 2").find("'p / 2' is 0.5 at point 0"), std::string::npos);
+  EXPECT_NE(with_ranks("p * 100000").find("is 100000 at point 0"), std::string::npos);
+  EXPECT_NE(with_ranks("0/0").find("expected a finite number"), std::string::npos);
+  EXPECT_EQ(with_ranks("p + 1"), "loaded");
+  e = LoadError(head + "[derived]\nq = \"1/(p - 3)\"\n[command]\nprogram = \"echo\"\n");
+  EXPECT_NE(e.find("x.toml:7: field 'derived.q': '1/(p - 3)' is inf at point 1 {\"p\":3.0}"),
+            std::string::npos)
+      << e;
+}
+
 }  // namespace
 }  // namespace invmw::experiment

@@ -1,11 +1,14 @@
 #include "experiments/runner/results_db.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <ctime>
 #include <filesystem>
 #include <memory>
+
+#include "common/sqlite_readonly.h"
 
 namespace invmw::experiment {
 
@@ -86,12 +89,33 @@ std::string IsoTimeNow() {
   return b;
 }
 
-ResultsDb::ResultsDb(const std::string& path) : path_(path) {
-  std::error_code ec;
-  auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+ResultsDb::ResultsDb(const std::string& path, Mode mode) : path_(path), mode_(mode) {
+  if (mode == kReadOnly) {
+    std::string error;
+    db_ = sqlite::OpenReadOnly(path, &error);
+    if (!db_) throw DbError(error);
+    sqlite3_busy_timeout(db_, 60000);
+    try {
+      CheckSchema();
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+    return;
+  }
+  int flags = SQLITE_OPEN_READWRITE;
+  if (mode == kCreate) {
+    std::error_code ec;
+    auto dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    flags |= SQLITE_OPEN_CREATE;
+  } else {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+      throw DbError(path + ": no such file (no results database there)");
+  }
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -102,19 +126,24 @@ ResultsDb::ResultsDb(const std::string& path) : path_(path) {
   try {
     Exec("PRAGMA journal_mode=WAL", "enable write-ahead logging");
     Exec("PRAGMA synchronous=NORMAL", "set synchronous mode");
-    Exec(kSchema, "create the tables");
-    sqlite3_stmt* raw = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key='schema'", -1, &raw, nullptr);
-    Stmt st(raw);
-    std::string schema = st && sqlite3_step(st.get()) == SQLITE_ROW ? Text(st.get(), 0) : "";
-    if (schema != "1")
-      throw DbError(path + ": results database of schema '" + schema +
-                    "'; this invmw writes schema 1");
+    if (mode == kCreate) Exec(kSchema, "create the tables");
+    CheckSchema();
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
   }
+}
+
+void ResultsDb::CheckSchema() {
+  sqlite3_stmt* raw = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key='schema'", -1, &raw, nullptr);
+  Stmt st(raw);
+  if (!st) throw DbError(path_ + ": not a results database (no table 'meta')");
+  std::string schema = sqlite3_step(st.get()) == SQLITE_ROW ? Text(st.get(), 0) : "";
+  if (schema != "1")
+    throw DbError(path_ + ": results database of schema '" + schema +
+                  "'; this invmw writes schema 1");
 }
 
 ResultsDb::~ResultsDb() {
@@ -166,6 +195,7 @@ std::vector<RunRecord> ResultsDb::Runs(const std::string& design, const std::str
 }
 
 int64_t ResultsDb::Write(const RunRecord& r) {
+  if (mode_ == kReadOnly) throw DbError(path_ + ": opened read-only");
   // IMMEDIATE takes the write lock at once, so the run_order read below cannot be raced by
   // another writer between the SELECT and the INSERT.
   Exec("BEGIN IMMEDIATE", "start a transaction");
@@ -220,6 +250,7 @@ int64_t ResultsDb::Write(const RunRecord& r) {
 }
 
 int ResultsDb::Delete(const std::string& design, const std::string& platform) {
+  if (mode_ == kReadOnly) throw DbError(path_ + ": opened read-only");
   std::string sql =
       std::string("DELETE FROM runs WHERE design=?") + (platform.empty() ? "" : " AND platform=?");
   sqlite3_stmt* raw = nullptr;

@@ -7,11 +7,14 @@
 // must never see half a row. Every write is one IMMEDIATE transaction; WAL lets readers go on
 // while a runner writes, and busy_timeout makes concurrent writers wait instead of failing.
 //
-// Contract: the constructor creates the file (and its directory), the tables and the meta row
-// schema = 1, or throws DbError naming the file and what failed; an existing database of another
-// schema is refused. Write() inserts or replaces the row of (design, point, replication,
-// platform), assigning run_order = (largest run_order of that design and platform) + 1 in the
-// same transaction, so the order recorded is the order in which runs actually finished.
+// Contract: in kCreate mode (the runner) the constructor creates the file (and its directory),
+// the tables and the meta row schema = 1, or throws DbError naming the file and what failed; an
+// existing database of another schema is refused. kExisting (reset) and kReadOnly (status) never
+// create a file or directory: a missing database is a DbError naming the path; kReadOnly also
+// reads databases on read-only storage (common/sqlite_readonly.h) and refuses Write/Delete. Write()
+// inserts or replaces the row of (design, point, replication, platform), assigning run_order =
+// (largest run_order of that design and platform) + 1 in the same transaction, so the order
+// recorded is the order in which runs actually finished.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +49,8 @@ struct RunRecord {
 
 class ResultsDb {
  public:
-  explicit ResultsDb(const std::string& path);
+  enum Mode { kCreate, kExisting, kReadOnly };
+  explicit ResultsDb(const std::string& path, Mode mode = kCreate);
   ~ResultsDb();
   ResultsDb(const ResultsDb&) = delete;
   ResultsDb& operator=(const ResultsDb&) = delete;
@@ -64,7 +68,9 @@ class ResultsDb {
 
  private:
   void Exec(const char* sql, const char* what);
+  void CheckSchema();
   std::string path_;
+  Mode mode_;
   sqlite3* db_ = nullptr;
 };
 

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 namespace invmw::experiment {
@@ -140,6 +143,120 @@ TEST(ResultsDb, RefusesOtherSchemas) {
   } catch (const DbError& e) {
     EXPECT_NE(std::string(e.what()).find("schema '7'"), std::string::npos) << e.what();
   }
+}
+
+// `experiment status` with a mistyped --db created the file and its directories.
+TEST(ResultsDb, ReadersCreateNothing) {
+  TempDir t;
+  for (auto mode : {ResultsDb::kReadOnly, ResultsDb::kExisting}) {
+    std::string path = t.path + "/no/such/dir/r.db";
+    try {
+      ResultsDb db(path, mode);
+      ADD_FAILURE() << "opened a database that does not exist";
+    } catch (const DbError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": no such file"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(t.path + "/no"));
+  }
+  { ResultsDb db(t.path + "/r.db"); }
+  ResultsDb ro(t.path + "/r.db", ResultsDb::kReadOnly);
+  EXPECT_THROW(ro.Write(Row("d", 0, 0, "ok")), DbError);
+  EXPECT_THROW(ro.Delete("d", ""), DbError);
+}
+
+// Runs `fn` in a child that cannot write the test's directories: as nobody when the test runs
+// as root (root ignores permissions), else as ourselves. Returns the child's exit status.
+int AsReader(const std::function<int()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(77);
+    int rc = 99;
+    try {
+      rc = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "reader: %s\n", e.what());
+      rc = 98;
+    }
+    _exit(rc);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::set<std::string> Listing(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+// A WAL database on read-only storage was "not a results database": SQLite could not create
+// its -shm there. Read-only opening falls back to immutable=1 and creates nothing.
+TEST(ResultsDb, ReadsAWalDatabaseInAReadOnlyDirectory) {
+  TempDir t;
+  std::string dir = t.path + "/ro", path = dir + "/r.db";
+  fs::create_directories(dir);
+  {
+    ResultsDb db(path);
+    db.Write(Row("d", 0, 0, "ok"));
+    db.Write(Row("d", 1, 0, "failed"));
+  }
+  ASSERT_EQ(Listing(dir), (std::set<std::string>{"r.db"}));  // checkpointed on close
+  chmod(t.path.c_str(), 0755);
+  chmod(dir.c_str(), 0555);
+  int rc = AsReader([&] {
+    ResultsDb db(path, ResultsDb::kReadOnly);
+    return db.Runs("d", "local").size() == 2 ? 0 : 1;
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(Listing(dir), (std::set<std::string>{"r.db"}));
+  chmod(dir.c_str(), 0755);
+}
+
+// Rows still in the write-ahead log are read, or the open is refused; they are never silently
+// missing (immutable=1 would ignore the log).
+TEST(ResultsDb, RowsInTheWriteAheadLogAreNeverSkipped) {
+  TempDir t;
+  std::string dir = t.path + "/live", path = dir + "/r.db";
+  fs::create_directories(dir);
+  {
+    ResultsDb db(path);
+    db.Write(Row("d", 0, 0, "ok"));
+  }
+  sqlite3* w = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &w), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(w,
+                         "PRAGMA wal_autocheckpoint=0; INSERT INTO runs(design, point, "
+                         "replication, platform, factors, status) "
+                         "VALUES('d', 1, 0, 'local', '{}', 'ok')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_GT(fs::file_size(path + "-wal"), 0u);
+  // A copy without the -shm, as an archive of the files would hold it.
+  std::string copy = t.path + "/copy";
+  fs::create_directories(copy);
+  fs::copy_file(path, copy + "/r.db");
+  fs::copy_file(path + "-wal", copy + "/r.db-wal");
+  chmod(t.path.c_str(), 0755);
+  for (const std::string& d : {dir, copy}) {
+    chmod(d.c_str(), 0555);
+    for (const auto& e : fs::directory_iterator(d)) chmod(e.path().c_str(), 0644);
+    int rc = AsReader([&] {
+      try {
+        ResultsDb db(d + "/r.db", ResultsDb::kReadOnly);
+        return db.Runs("d", "local").size() == 2 ? 0 : 1;  // 1: the logged row was skipped
+      } catch (const DbError& e) {
+        std::string msg = e.what();
+        return msg.find("write-ahead log") != std::string::npos ? 2 : 3;
+      }
+    });
+    EXPECT_TRUE(rc == 0 || rc == 2) << d << ": reader exit " << rc;
+    if (d == dir) {
+      EXPECT_EQ(rc, 0);  // with the writer's -shm, SQLite reads the log
+    }
+    chmod(d.c_str(), 0755);
+  }
+  sqlite3_close(w);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "experiments/runner/progress.h"
 #include "experiments/runner/responses.h"
 #include "experiments/runner/results_db.h"
+#include "experiments/runner/run_dirs.h"
 
 namespace invmw::experiment {
 
@@ -147,6 +148,11 @@ class DesignRun {
     platform_ = o.platform.empty() ? d.platform : o.platform;
     runs_dir_ = o.runs_dir.empty() ? (fs::absolute(o.db_path).parent_path() / "runs").string()
                                    : fs::absolute(o.runs_dir).string();
+    // Both become path components of every run directory.
+    if (std::string why = CheckPathName(d.name); !why.empty())
+      throw std::runtime_error("design '" + d.name + "': " + why);
+    if (std::string why = CheckPathName(platform_); !why.empty())
+      throw std::runtime_error("platform '" + platform_ + "': " + why);
   }
 
   RunSummary Run() {
@@ -256,9 +262,11 @@ class DesignRun {
     return l + ")";
   }
 
+  static std::string RunName(const RunSlot& s) {
+    return "p" + std::to_string(s.point) + "-r" + std::to_string(s.replication);
+  }
   std::string RunDir(const RunSlot& s) const {
-    return runs_dir_ + "/" + d_.name + "/" + platform_ + "/p" + std::to_string(s.point) + "-r" +
-           std::to_string(s.replication);
+    return runs_dir_ + "/" + d_.name + "/" + platform_ + "/" + RunName(s);
   }
 
   Launch Command(const RunSlot& s, const std::string& run_dir) const {
@@ -327,11 +335,9 @@ class DesignRun {
   // Runs one slot and fills *rec. Returns the stop signal when interrupted (rec then unused).
   int RunOne(const RunSlot& s, RunRecord* rec, Progress* progress) {
     const Point& p = points_[s.point];
-    std::string dir = RunDir(s);
-    std::error_code ec;
-    fs::remove_all(dir, ec);  // a failed or interrupted earlier attempt
-    fs::create_directories(dir, ec);
-    if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
+    // Fresh and marked as the runner's; a failed or interrupted earlier attempt's directory is
+    // emptied only when the runner made it (run_dirs.h).
+    std::string dir = MakeRunDir(runs_dir_, d_.name, platform_, RunName(s));
     Launch L = Command(s, dir);
     {
       std::ofstream cmd(dir + "/command.txt");
