@@ -56,6 +56,16 @@ TEST(ElfDeps, MpiProgramNeedsLibmpiAndItsDependenciesResolve) {
 #endif
 }
 
+#ifdef INVMW_TEST_MPICH_PROGRAM
+TEST(ElfDeps, MpichProgramNeedsLibmpich) {
+  DynamicInfo d = ReadDynamic(INVMW_TEST_MPICH_PROGRAM);
+  ASSERT_EQ(d.kind, Kind::kDynamic) << d.error;
+  EXPECT_TRUE(Has(d.needed, "libmpich")) << "DT_NEEDED of " << INVMW_TEST_MPICH_PROGRAM;
+  for (const auto& dep : ResolveDependencies(INVMW_TEST_MPICH_PROGRAM))
+    EXPECT_NE(dep.name.rfind("libmpi.so.40", 0), 0u) << "Open MPI's library in an MPICH program";
+}
+#endif
+
 TEST(ElfDeps, NonMpiProgram) {
   DynamicInfo d = ReadDynamic("/bin/true");
   ASSERT_EQ(d.kind, Kind::kDynamic) << d.error;

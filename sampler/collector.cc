@@ -291,11 +291,15 @@ CollectorReport Collector::Analyze() const {
       else
         interpolated += gap;
     }
-    const uint64_t budget = kSeriesCellsPerValue * s.values_received + kSeriesCellsSlack;
+    // What the series costs, in cells of 8 bytes, against what was received.
+    const uint64_t point = m + kSeriesPointCells;
+    const uint64_t budget =
+        kSeriesBudgetFactor * (s.values_received + kSeriesPointCells * s.samples.size()) +
+        kSeriesCellsSlack;
     bool fill = true;
-    if ((s.samples.size() + interpolated) * m > budget) {
+    if ((s.samples.size() + interpolated) * point > budget) {
       fill = false;
-      if (s.samples.size() * m > budget) {
+      if (s.samples.size() * point > budget) {
         sr.series_omitted = true;
         r.streams.push_back(std::move(sr));
         continue;

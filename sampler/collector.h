@@ -29,9 +29,10 @@
 //     an absurd jump.
 //   Gaps of more than kMaxInterpolatedGap samples are not interpolated: the series has no
 //     points there (counted per stream, `gaps_not_interpolated`).
-//   A stream's series (points x metrics) may hold at most kSeriesCellsPerValue cells per value
-//     received plus kSeriesCellsSlack; beyond that it is not interpolated, and if even the
-//     received samples exceed it, its series is left out (`series_omitted`), its counts kept.
+//   A stream's series may cost at most kSeriesBudgetFactor times what was received, plus
+//     kSeriesCellsSlack, counting a point as its values plus kSeriesPointCells (its own
+//     overhead); beyond that it is not interpolated, and if even the received samples exceed
+//     it, its series is left out (`series_omitted`), its counts kept.
 #pragma once
 
 #include <cstddef>
@@ -50,8 +51,9 @@ constexpr size_t kMaxStreams = 1024;
 constexpr size_t kMaxMetrics = 1024;
 constexpr uint64_t kMaxSeqJump = uint64_t(1) << 20;
 constexpr uint64_t kMaxInterpolatedGap = 64;
-constexpr uint64_t kSeriesCellsPerValue = 8;
-constexpr uint64_t kSeriesCellsSlack = 4096;
+constexpr uint64_t kSeriesBudgetFactor = 4;
+constexpr uint64_t kSeriesPointCells = 12;
+constexpr uint64_t kSeriesCellsSlack = 1024;
 
 // Whether a name from the wire may be stored and written: valid UTF-8 (no overlong forms,
 // surrogates or code points past U+10FFFF), no control characters; `allow_empty` for the host.

@@ -319,11 +319,29 @@ TEST(Collector, SparseHighMetricIndexesStayWithinTheSeriesBudget) {
   }
   const CollectorReport r = c.Analyze();
   ASSERT_EQ(r.streams.size(), 1u);
-  size_t cells = 0;
-  for (const auto& pt : r.streams[0].series) cells += pt.values.size();
-  EXPECT_LE(cells, kSeriesCellsPerValue * 2000 + kSeriesCellsSlack);
+  // 2000 points of 1024 values would be 16 MB from 2000 values received.
+  EXPECT_TRUE(r.streams[0].series.empty());
   EXPECT_TRUE(r.streams[0].series_omitted);
   EXPECT_EQ(r.streams[0].received, 2000u);
+}
+
+TEST(Collector, InterpolationIsBoundedByWhatWasReceived) {
+  Collector c;
+  Sender s(2, 0);
+  const double v[1] = {1};
+  uint64_t received = 0;
+  for (uint64_t i = 0; i < 500; ++i, ++received) {  // gaps of 64 samples, just interpolable
+    auto d = s.Make(kSample, i * 65, i, 0, 1, 0, 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  const CollectorReport r = c.Analyze();
+  ASSERT_EQ(r.streams.size(), 1u);
+  const auto& sr = r.streams[0];
+  EXPECT_FALSE(sr.series_omitted);
+  EXPECT_EQ(sr.series.size(), received);  // over the budget: the received samples only
+  EXPECT_EQ(sr.samples_interpolated, 0u);
+  EXPECT_LE(sr.series.size() * (1 + kSeriesPointCells),
+            kSeriesBudgetFactor * (received + kSeriesPointCells * received) + kSeriesCellsSlack);
 }
 
 }  // namespace
