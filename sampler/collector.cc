@@ -538,7 +538,6 @@ bool Collector::WriteLogs(const std::string& dir, const CollectorReport& r, std:
     commit(all);
   }
   for (auto& [name, f] : node_files) commit(*f);
-  json streams = json::array(), nodej = json::array();
   auto stats_json = [](const std::vector<MetricStat>& v) {
     json a = json::array();
     for (const auto& st : v)
@@ -550,51 +549,68 @@ bool Collector::WriteLogs(const std::string& dir, const CollectorReport& r, std:
                    {"ci_high", st.ci_high}});
     return a;
   };
-  for (const auto& sr : r.streams)
-    streams.push_back({{"host", sr.host},
-                       {"node_id", sr.node_id},
-                       {"rank", sr.rank},
-                       {"stream", sr.stream_id},
-                       {"has_info", sr.has_info},
-                       {"expected_datagrams", sr.expected},
-                       {"received_datagrams", sr.received},
-                       {"lost_datagrams", sr.lost},
-                       {"loss_rate", sr.loss_rate},
-                       {"seq_epochs", sr.seq_epochs},
-                       {"samples_received", sr.samples_received},
-                       {"samples_interpolated", sr.samples_interpolated},
-                       {"gaps_not_interpolated", sr.gaps_not_interpolated},
-                       {"series_omitted", sr.series_omitted},
-                       {"first_sample", sr.first_sample},
-                       {"last_sample", sr.last_sample},
-                       {"metrics", sr.names},
-                       {"stats", stats_json(sr.stats)}});
-  for (const auto& n : r.nodes)
-    nodej.push_back({{"host", n.host},
-                     {"node_id", n.node_id},
-                     {"ranks", n.ranks},
-                     {"expected_datagrams", n.expected},
-                     {"lost_datagrams", n.lost},
-                     {"loss_rate", n.loss_rate},
-                     {"stats", stats_json(n.stats)}});
-  json summary = {{"datagrams",
-                   {{"accepted", r.accepted},
-                    {"foreign", r.foreign},
-                    {"malformed", r.malformed},
-                    {"duplicate", r.duplicate},
-                    {"refused", r.refused},
-                    {"errors", r.errors},
-                    {"seq_jumps", r.seq_jumps}}},
-                  {"limits",
-                   {{"max_streams", kMaxStreams},
-                    {"max_metrics", kMaxMetrics},
-                    {"max_seq_jump", kMaxSeqJump},
-                    {"max_interpolated_gap", kMaxInterpolatedGap}}},
-                  {"nodes", nodej},
-                  {"streams", streams}};
+  // summary.json is written one node and one stream at a time: a JSON tree of every stream's
+  // statistics at once would take far more memory than the data it describes.
+  auto element = [](std::ostream& os, const json& j, bool first) {
+    std::string text = Dump(j, 2), indented;
+    for (char c : text) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    os << (first ? "\n    " : ",\n    ") << indented;
+  };
   {
     AtomicFile f(dir + "/summary.json");
-    f.out() << Dump(summary, 2) << "\n";
+    std::ostream& os = f.out();
+    const json datagrams = {{"accepted", r.accepted},   {"foreign", r.foreign},
+                            {"malformed", r.malformed}, {"duplicate", r.duplicate},
+                            {"refused", r.refused},     {"errors", r.errors},
+                            {"seq_jumps", r.seq_jumps}};
+    const json limits = {{"max_streams", kMaxStreams},
+                         {"max_metrics", kMaxMetrics},
+                         {"max_seq_jump", kMaxSeqJump},
+                         {"max_interpolated_gap", kMaxInterpolatedGap}};
+    os << "{\n  \"datagrams\": " << Dump(datagrams) << ",\n  \"limits\": " << Dump(limits)
+       << ",\n  \"nodes\": [";
+    bool first = true;
+    for (const auto& n : r.nodes) {
+      element(os,
+              {{"host", n.host},
+               {"node_id", n.node_id},
+               {"ranks", n.ranks},
+               {"expected_datagrams", n.expected},
+               {"lost_datagrams", n.lost},
+               {"loss_rate", n.loss_rate},
+               {"stats", stats_json(n.stats)}},
+              first);
+      first = false;
+    }
+    os << (first ? "],\n  \"streams\": [" : "\n  ],\n  \"streams\": [");
+    first = true;
+    for (const auto& sr : r.streams) {
+      element(os,
+              {{"host", sr.host},
+               {"node_id", sr.node_id},
+               {"rank", sr.rank},
+               {"stream", sr.stream_id},
+               {"has_info", sr.has_info},
+               {"expected_datagrams", sr.expected},
+               {"received_datagrams", sr.received},
+               {"lost_datagrams", sr.lost},
+               {"loss_rate", sr.loss_rate},
+               {"seq_epochs", sr.seq_epochs},
+               {"samples_received", sr.samples_received},
+               {"samples_interpolated", sr.samples_interpolated},
+               {"gaps_not_interpolated", sr.gaps_not_interpolated},
+               {"series_omitted", sr.series_omitted},
+               {"first_sample", sr.first_sample},
+               {"last_sample", sr.last_sample},
+               {"metrics", sr.names},
+               {"stats", stats_json(sr.stats)}},
+              first);
+      first = false;
+    }
+    os << (first ? "]\n}\n" : "\n  ]\n}\n");
     commit(f);
   }
   if (!ok && error) *error = first_error;

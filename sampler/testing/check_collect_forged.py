@@ -97,8 +97,10 @@ def main():
     def limit():  # the old collector tried to allocate 5-6 GB: fail fast, spare the machine
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
+    # Its summary goes to a file: a pipe nobody reads before wait4 could fill and block it.
+    summary_text = open(os.path.join(a.work, "collect.out"), "w+")
     col = subprocess.Popen([a.invmw, "collect", "--listen", "127.0.0.1:0", "--out", out,
-                            "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            "--quiet"], stdout=summary_text, stderr=subprocess.PIPE,
                            preexec_fn=limit)
     line = col.stderr.readline().decode()
     if "listening on " not in line:
@@ -155,8 +157,9 @@ def main():
     col.send_signal(signal.SIGINT)
     _, status, usage = os.wait4(col.pid, 0)
     col.returncode = os.waitstatus_to_exitcode(status)
-    stdout, stderr = col.stdout.read().decode(), col.stderr.read().decode()
-    print(stdout)
+    summary_text.seek(0)
+    stdout, stderr = summary_text.read(), col.stderr.read().decode()
+    print("\n".join(stdout.splitlines()[:5]))
     rss_mb = usage.ru_maxrss / 1024
     print("collector: exit %d, peak RSS %.1f MB, %d datagrams sent, %d dropped by the kernel"
           % (col.returncode, rss_mb, sent, drops))
