@@ -16,8 +16,17 @@
 namespace invmw::elf {
 namespace {
 
+// The files the tests made, removed at exit.
+struct Made {
+  std::vector<std::string> paths;
+  ~Made() {
+    for (const auto& p : paths) unlink(p.c_str());
+  }
+} made;
+
 std::string TempFile(const std::string& name, const std::string& content, bool exec = false) {
   std::string p = ::testing::TempDir() + "/elf-" + std::to_string(getpid()) + "-" + name;
+  made.paths.push_back(p);
   std::ofstream(p, std::ios::binary) << content;
   if (exec) chmod(p.c_str(), 0755);
   return p;

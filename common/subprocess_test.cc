@@ -28,6 +28,8 @@ TEST(Subprocess, ArgumentsAreNotShellSyntax) {
   EXPECT_TRUE(r.Succeeded()) << r.Describe();
   EXPECT_EQ(r.output, arg + "|two words||");
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "an argument ran as a command";
+  unlink(marker.c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(Subprocess, CapturesStdoutAndStderrAndTheStatus) {
