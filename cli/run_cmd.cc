@@ -28,6 +28,7 @@
 #include "cli/paths.h"
 #include "cli/verb.h"
 #include "common/config.h"
+#include "common/elf_deps.h"
 #include "common/run_dir.h"
 #include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
@@ -74,23 +75,25 @@ Launcher DetectLauncher(const std::string& argv0) {
   return Launcher::kOpenMpi;
 }
 
-// Which MPI the program of a launcher-less run uses: look at its dynamic dependencies.
+// Which MPI the program of a launcher-less run uses: its dynamic dependencies, read from the
+// ELF file itself (common/elf_deps.h). Nothing is run: the program may be anything the user
+// named, and its name is never shell syntax.
 std::string ProgramFlavor(const std::string& prog) {
-  std::string cmd = "ldd '" + Which(prog) + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "openmpi";
-  char line[1024];
+  const std::string path = Which(prog);
   std::string flavor = "openmpi";
   bool pvm = false, mpi = false;
-  while (std::fgets(line, sizeof line, p)) {
-    if (std::strstr(line, "libmpich")) flavor = "mpich";
-    mpi |= std::strstr(line, "libmpi") != nullptr;
-    pvm |= std::strstr(line, "libpvm3") != nullptr;
+  for (const auto& dep : elf::ResolveDependencies(path)) {
+    // A compatibility name (a libmpi* link to libmpich) is told by the file it resolves to.
+    std::string names = dep.name + " " + dep.path;
+    char real[PATH_MAX];
+    if (!dep.path.empty() && realpath(dep.path.c_str(), real)) names += " " + Basename(real);
+    if (names.find("libmpich") != std::string::npos) flavor = "mpich";
+    mpi |= names.find("libmpi") != std::string::npos;
+    pvm |= names.find("libpvm3") != std::string::npos;
   }
-  pclose(p);
-  // A program with libpvm3 linked in statically shows no libpvm3 to ldd, but only the PVM
-  // preload can tell the user that its calls are not observed (docs/pvm.md).
-  if (!pvm && !mpi) pvm = pvm::HasStaticPvm(Which(prog).c_str());
+  // A program with libpvm3 linked in statically needs no libpvm3, but only the PVM preload can
+  // tell the user that its calls are not observed (docs/pvm.md).
+  if (!pvm && !mpi) pvm = pvm::HasStaticPvm(path.c_str());
   // A PVM program gets the PVM companion library (pvm_wrap), unless it also uses MPI.
   if (pvm && !mpi) flavor = "pvm";
   return flavor;

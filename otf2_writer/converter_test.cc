@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
+#include "common/subprocess.h"
 #include "otf2_writer/perfetto_export.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/testing/synthetic_run.h"
@@ -29,16 +31,12 @@ std::string TempDir(const std::string& name) {
       .string();
 }
 
-// Runs a shell command; returns its exit status and stdout.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+// Runs argv (no shell: the paths are passed as they are); returns its exit status and what it
+// printed on stdout and stderr.
+int RunArgv(const std::vector<std::string>& argv, std::string* out) {
+  SubprocessResult r = RunCapture(argv);
+  *out = r.started ? r.output : r.error;
+  return r.started && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
 }
 
 std::map<std::string, uint64_t> CountByType(const Trace& t) {
@@ -182,7 +180,7 @@ TEST_F(ConvertedRun, Otf2PrintAgrees) {
   o.iterations = 2;
   Make(o, "print");
   std::string out;
-  ASSERT_EQ(RunShell(std::string(INVMW_OTF2_PRINT) + " " + Archive(), &out), 0) << out;
+  ASSERT_EQ(RunArgv({INVMW_OTF2_PRINT, Archive()}, &out), 0) << out;
   std::map<std::string, uint64_t> by_type;
   std::map<int32_t, std::map<std::string, uint64_t>> by_rank;
   std::map<uint64_t, uint64_t> last;
@@ -342,32 +340,32 @@ TEST_F(ConvertedRun, CommandLineVerbs) {
   Make(SyntheticOptions{}, "cli");
   const std::string bin = INVMW_BIN;
   std::string out;
-  EXPECT_EQ(RunShell(bin + " trace convert " + dir_, &out), 0) << out;
-  EXPECT_EQ(RunShell(bin + " trace check " + dir_, &out), 0) << out;
+  EXPECT_EQ(RunArgv({bin, "trace", "convert", dir_}, &out), 0) << out;
+  EXPECT_EQ(RunArgv({bin, "trace", "check", dir_}, &out), 0) << out;
   EXPECT_NE(out.find("check passed"), std::string::npos);
   EXPECT_NE(out.find("MpiIrecv"), std::string::npos);
   EXPECT_EQ(
-      RunShell(bin + " trace export --format perfetto " + dir_ + " -o " + dir_ + "/p.json", &out),
+      RunArgv({bin, "trace", "export", "--format", "perfetto", dir_, "-o", dir_ + "/p.json"}, &out),
       0)
       << out;
   EXPECT_TRUE(fs::exists(dir_ + "/p.json"));
-  EXPECT_EQ(RunShell(bin + " trace export --format svg " + dir_, &out), 2);
-  EXPECT_EQ(RunShell(bin + " trace check " + dir_ + "/nonexistent", &out), 2);
+  EXPECT_EQ(RunArgv({bin, "trace", "export", "--format", "svg", dir_}, &out), 2);
+  EXPECT_EQ(RunArgv({bin, "trace", "check", dir_ + "/nonexistent"}, &out), 2);
   EXPECT_NE(out.find("nonexistent"), std::string::npos);
 
   // A corrupted run: check fails with status 1.
   SyntheticOptions bad;
   bad.unmatched_send = true;
   testing::WriteSyntheticRun(dir_, bad);
-  EXPECT_EQ(RunShell(bin + " trace recover " + dir_, &out), 0) << out;  // complete, though wrong
-  EXPECT_EQ(RunShell(bin + " trace check " + dir_, &out), 1) << out;
+  EXPECT_EQ(RunArgv({bin, "trace", "recover", dir_}, &out), 0) << out;  // complete, though wrong
+  EXPECT_EQ(RunArgv({bin, "trace", "check", dir_}, &out), 1) << out;
   EXPECT_NE(out.find("FAILED"), std::string::npos);
 
   SyntheticOptions crash;
   crash.crash = true;
   crash.drift[2] = 0;
   testing::WriteSyntheticRun(dir_, crash);
-  EXPECT_EQ(RunShell(bin + " trace recover " + dir_, &out), 1) << out;  // partial
+  EXPECT_EQ(RunArgv({bin, "trace", "recover", dir_}, &out), 1) << out;  // partial
   EXPECT_NE(out.find("partial"), std::string::npos);
 }
 

@@ -151,8 +151,10 @@ def main():
         for name in ["cray-j90", "cray-t3e-900", "fast-cops", "slow-cops", "smp-cops"]:
             assert any(p["platform"] == name for p in pred["platforms"]), name + " not predicted"
             assert "<h3>%s</h3>" % name in html, "report lacks platform " + name
-        assert len(re.findall(r"<svg", html)) == 3, "expected 3 inline SVG plots"
-        assert "http://" not in html.split("<svg")[0] and "<script" not in html, "page not static"
+        assert len(re.findall(r'<img src="data:image/svg\+xml;base64,', html)) == 3, \
+            "expected 3 embedded SVG plots"
+        assert "http://" not in html and "<script" not in html and "<svg" not in html, \
+            "page not static"
         db = sqlite3.connect(os.path.join(out, "results.db"))
         vdir = os.path.join(out, "validation")
         files = sorted(f for f in os.listdir(vdir) if f.endswith(".json"))

@@ -1,5 +1,7 @@
 // `invmw report DIR`: the HTML page of a pipeline run (scripts/pipeline.sh).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -15,10 +17,10 @@ int Report(int argc, char** argv) {
   std::vector<std::string> pos;
   std::string out;
   cli::Args args("invmw report [--out FILE] DIR",
-                 "Writes one static HTML page (no network needed: plots are inline SVG) with the\n"
-                 "results of a pipeline run in DIR (scripts/pipeline.sh): the example's profile,\n"
-                 "the fitted model parameters with their errors, measured vs predicted times, the\n"
-                 "measured breakdown, and the predictions per platform. It reads\n"
+                 "Writes one static HTML page (no network needed: plots are embedded SVG images)\n"
+                 "with the results of a pipeline run in DIR (scripts/pipeline.sh): the example's\n"
+                 "profile, the fitted model parameters with their errors, measured vs predicted\n"
+                 "times, the measured breakdown, and the predictions per platform. It reads\n"
                  "DIR/profile/profile.json, DIR/fit.json, DIR/predictions.json and\n"
                  "DIR/plots/{measured-vs-predicted,breakdown,predict}.svg; a missing or malformed\n"
                  "one is an error naming the file (and field).");
@@ -39,8 +41,21 @@ int Report(int argc, char** argv) {
     return 0;
   }
   if (out.empty()) out = pos[0] + "/report.html";
-  std::ofstream f(out, std::ios::binary);
-  if (!(f << page) || !f.flush()) return cli::Fail("cannot write " + out);
+  // A temporary name first: an interrupted or failed write never leaves a truncated page.
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << page;
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return cli::Fail("cannot write " + out);
+    }
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return cli::Fail("cannot write " + out + ": " + std::strerror(errno));
+  }
   std::printf("report written to %s\n", out.c_str());
   return 0;
 }

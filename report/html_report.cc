@@ -281,14 +281,35 @@ std::string ValidationSection(const std::string& dir) {
   return h;
 }
 
-// SVG is valid inside HTML5, so the plots are inlined as they are (minus the XML prolog).
+std::string Base64(const std::string& in) {
+  static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v =
+        (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+    out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    const unsigned v = (unsigned char)in[i] << 16;
+    out += {k[v >> 18], k[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    const unsigned v = (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8;
+    out += {k[v >> 18], k[(v >> 12) & 63], k[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// The plots are embedded as images (data: URLs), not inlined as markup: a browser never runs
+// scripts or event handlers of an SVG shown through <img>, nor loads what it references, so a
+// plot file cannot put active content into the page. The page stays one self-contained file.
 std::string Svg(const std::string& dir, const std::string& name, const std::string& caption) {
-  std::string svg = ReadFile(dir + "/plots/" + name + ".svg");
-  size_t start = svg.find("<svg");
-  if (start == std::string::npos)
-    throw ReportError(dir + "/plots/" + name + ".svg: no <svg> element");
-  return "<figure>" + svg.substr(start) + "<figcaption>" + Escape(caption) +
-         "</figcaption></figure>\n";
+  const std::string file = dir + "/plots/" + name + ".svg";
+  std::string svg = ReadFile(file);
+  if (svg.find("<svg") == std::string::npos) throw ReportError(file + ": no <svg> element");
+  return "<figure><img src=\"data:image/svg+xml;base64," + Base64(svg) + "\" alt=\"" +
+         Escape(caption) + "\"><figcaption>" + Escape(caption) + "</figcaption></figure>\n";
 }
 
 std::string BuildPage(const std::string& dir) {
@@ -317,7 +338,7 @@ std::string BuildPage(const std::string& dir) {
              "table{border-collapse:collapse;margin:.5em 0}\n"
              "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}\n"
              "th{background:#eee} td:first-child{text-align:left}\n"
-             "figure svg{max-width:100%;height:auto} .warn{color:#a50}\n"
+             "figure img{max-width:100%;height:auto} .warn{color:#a50}\n"
              "</style></head><body>\n<h1>invmw pipeline report</h1>\n<p>Directory: <code>") +
          Escape(dir) + "</code></p>\n" + body + "</body></html>\n";
 }

@@ -1,6 +1,6 @@
 // The static HTML report of a pipeline run (`invmw report DIR`, scripts/pipeline.sh): one
-// self-contained page, SVG plots inlined and no external resources, so it opens offline and
-// can be mailed or archived as a single file.
+// self-contained page, SVG plots embedded as data: images and no external resources, so it
+// opens offline and can be mailed or archived as a single file.
 #pragma once
 
 #include <stdexcept>

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 #include "cli/args.h"
@@ -48,7 +49,8 @@ int Collect(int argc, char** argv) {
       .Epilog(
           "Ranks inside a network namespace see only that namespace's loopback: run the collector "
           "there too (ip netns exec NAME invmw collect ...).\n"
-          "Malformed, truncated and foreign datagrams are counted and ignored.");
+          "Malformed, truncated and foreign datagrams are counted and ignored; so are the\n"
+          "datagrams of streams beyond the stream limit (docs/sampler.md, collector limits).");
   bool done = false;
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   if (out.empty()) return cli::Fail("collect: --out DIR is required");
@@ -123,10 +125,14 @@ int Collect(int argc, char** argv) {
   }
   close(fd);
   if (live) std::fprintf(stderr, "\n");
-  const CollectorReport r = c.Analyze();
   std::string err;
-  if (!Collector::WriteLogs(out, r, &err)) return cli::Fail("collect: " + err);
-  std::fputs(Collector::RenderSummary(r).c_str(), stdout);
+  try {
+    const CollectorReport r = c.Analyze();
+    if (!Collector::WriteLogs(out, r, &err)) return cli::Fail("collect: " + err);
+    std::fputs(Collector::RenderSummary(r).c_str(), stdout);
+  } catch (const std::exception& e) {
+    return cli::Fail(std::string("collect: cannot write the logs: ") + e.what());
+  }
   std::printf("logs written to %s\n", out.c_str());
   return 0;
 }

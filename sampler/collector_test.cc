@@ -2,7 +2,10 @@
 // of lost parts of split samples, confidence intervals, and rejection of bad datagrams.
 #include "sampler/collector.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -184,6 +187,161 @@ TEST(Collector, RejectsBadDatagramsWithoutCrashing) {
   EXPECT_EQ(r.duplicate, 1u);
   EXPECT_EQ(r.accepted, 2u);
   EXPECT_FALSE(Collector::RenderSummary(r).empty());
+}
+
+// Forged datagrams (issue 16): each of these once aborted the collector or made it allocate
+// gigabytes. Valid data before and after must be kept and every bad datagram counted.
+struct Rss {
+  static long KiB() {
+    FILE* f = std::fopen("/proc/self/status", "r");
+    long v = -1;
+    char line[256];
+    while (f && std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "VmRSS: %ld", &v) == 1) break;
+    if (f) std::fclose(f);
+    return v;
+  }
+};
+
+TEST(Collector, NonUtf8AndControlCharacterNamesAreRejected) {
+  EXPECT_TRUE(ValidWireName("cpu.user", 8));
+  EXPECT_TRUE(
+      ValidWireName("temp.\xc2\xb0"
+                    "C",
+                    8));
+  EXPECT_FALSE(ValidWireName("", 0));
+  EXPECT_TRUE(ValidWireName("", 0, true));
+  EXPECT_FALSE(ValidWireName("a\xff", 2));
+  EXPECT_FALSE(ValidWireName("\xc0\xaf", 2));      // overlong '/'
+  EXPECT_FALSE(ValidWireName("\xed\xa0\x80", 3));  // surrogate
+  EXPECT_FALSE(ValidWireName("\xe2\x82", 2));      // truncated
+  EXPECT_FALSE(ValidWireName("a\x1b[2J", 5));      // terminal escape
+  EXPECT_FALSE(ValidWireName("a\nb", 3));
+
+  Collector c;
+  Sender s(5, 0);
+  auto good = s.Names({"a", "b"});
+  ASSERT_EQ(c.Feed(good.data(), good.size()), Collector::Verdict::kAccepted);
+  auto bad = s.Names({"ok", std::string("x\xff\xfe", 3)});
+  EXPECT_EQ(c.Feed(bad.data(), bad.size()), Collector::Verdict::kMalformed);
+  auto info = s.Info(2, "host\xff");
+  EXPECT_EQ(c.Feed(info.data(), info.size()), Collector::Verdict::kMalformed);
+  const double v[2] = {1, 2};
+  auto d = s.Make(kSample, 0, 10, 0, 1, 0, 2, v, sizeof v);
+  ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  const CollectorReport r = c.Analyze();
+  EXPECT_EQ(r.malformed, 2u);
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].names, (std::vector<std::string>{"a", "b"}));
+  const std::string dir = ::testing::TempDir() + "/collector-names-" + std::to_string(getpid());
+  std::string err;
+  ASSERT_TRUE(Collector::WriteLogs(dir, r, &err)) << err;
+}
+
+TEST(Collector, AbsurdSampleNumbersDoNotAllocateTheGap) {
+  Collector c;
+  Sender s(6, 0);
+  const double v[1] = {1};
+  const long before = Rss::KiB();
+  for (uint64_t num : {uint64_t(0), uint64_t(100000000), uint64_t(1) << 62, ~uint64_t(0)}) {
+    auto d = s.Make(kSample, num, num, 0, 1, 0, 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  const CollectorReport r = c.Analyze();
+  const long after = Rss::KiB();
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].series.size(), 4u);  // the received samples, no points in the gaps
+  EXPECT_EQ(r.streams[0].gaps_not_interpolated, 3u);
+  EXPECT_EQ(r.streams[0].samples_interpolated, 0u);
+  EXPECT_LT(after - before, 50 * 1024) << "KiB";
+}
+
+TEST(Collector, SequenceJumpsStartANewEpochInsteadOfAHugeLoss) {
+  Collector c;
+  Sender s(8, 0);
+  const double v[1] = {1};
+  for (uint64_t i = 0; i < 10; ++i) {
+    auto d = s.Make(kSample, i, i * 100, 0, 1, 0, 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  s.seq = uint64_t(1) << 63;
+  auto jump = s.Make(kSample, 10, 1000, 0, 1, 0, 1, v, sizeof v);
+  ASSERT_EQ(c.Feed(jump.data(), jump.size()), Collector::Verdict::kAccepted);
+  s.seq = 10;
+  for (uint64_t i = 11; i < 20; ++i) {
+    if (i == 15) {
+      ++s.seq;  // one lost
+      continue;
+    }
+    auto d = s.Make(kSample, i, i * 100, 0, 1, 0, 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  const CollectorReport r = c.Analyze();
+  EXPECT_EQ(r.seq_jumps, 2u);  // there and back
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].seq_epochs, 3u);
+  EXPECT_EQ(r.streams[0].received, 19u);
+  EXPECT_EQ(r.streams[0].lost, 1u);
+  EXPECT_LT(r.streams[0].loss_rate, 0.1);
+}
+
+TEST(Collector, StreamCountIsBoundedAndAnnouncementsCostLittle) {
+  Collector c;
+  const long before = Rss::KiB();
+  uint64_t refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    Sender s(uint32_t(1000 + i), i);
+    auto info = s.Info(uint32_t(kMaxMetrics), "forged");
+    auto v = c.Feed(info.data(), info.size());
+    if (v == Collector::Verdict::kRefused)
+      ++refused;
+    else
+      ASSERT_EQ(v, Collector::Verdict::kAccepted);
+  }
+  EXPECT_EQ(refused, 20000u - kMaxStreams);
+  Sender big(1, 1);
+  auto too_many = big.Info(uint32_t(kMaxMetrics + 1), "h");
+  EXPECT_EQ(c.Feed(too_many.data(), too_many.size()), Collector::Verdict::kMalformed);
+  const CollectorReport r = c.Analyze();
+  EXPECT_EQ(r.refused, refused);
+  EXPECT_EQ(r.streams.size(), kMaxStreams);
+  for (const auto& sr : r.streams) EXPECT_TRUE(sr.names.empty());  // no metric was received
+  EXPECT_LT(Rss::KiB() - before, 50 * 1024) << "KiB";
+}
+
+TEST(Collector, SparseHighMetricIndexesStayWithinTheSeriesBudget) {
+  Collector c;
+  Sender s(4, 0);
+  const double v[1] = {1};
+  for (uint64_t i = 0; i < 2000; ++i) {  // one value at the last index, samples 60 apart
+    auto d = s.Make(kSample, i * 60, i, 0, 1, uint16_t(kMaxMetrics - 1), 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  const CollectorReport r = c.Analyze();
+  ASSERT_EQ(r.streams.size(), 1u);
+  // 2000 points of 1024 values would be 16 MB from 2000 values received.
+  EXPECT_TRUE(r.streams[0].series.empty());
+  EXPECT_TRUE(r.streams[0].series_omitted);
+  EXPECT_EQ(r.streams[0].received, 2000u);
+}
+
+TEST(Collector, InterpolationIsBoundedByWhatWasReceived) {
+  Collector c;
+  Sender s(2, 0);
+  const double v[1] = {1};
+  uint64_t received = 0;
+  for (uint64_t i = 0; i < 500; ++i, ++received) {  // gaps of 64 samples, just interpolable
+    auto d = s.Make(kSample, i * 65, i, 0, 1, 0, 1, v, sizeof v);
+    ASSERT_EQ(c.Feed(d.data(), d.size()), Collector::Verdict::kAccepted);
+  }
+  const CollectorReport r = c.Analyze();
+  ASSERT_EQ(r.streams.size(), 1u);
+  const auto& sr = r.streams[0];
+  EXPECT_FALSE(sr.series_omitted);
+  EXPECT_EQ(sr.series.size(), received);  // over the budget: the received samples only
+  EXPECT_EQ(sr.samples_interpolated, 0u);
+  EXPECT_LE(sr.series.size() * (1 + kSeriesPointCells),
+            kSeriesBudgetFactor * (received + kSeriesPointCells * received) + kSeriesCellsSlack);
 }
 
 }  // namespace

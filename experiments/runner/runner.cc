@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/subprocess.h"
 #include "experiments/runner/progress.h"
 #include "experiments/runner/responses.h"
 #include "experiments/runner/results_db.h"
@@ -79,17 +80,13 @@ std::string ResolveProgram(const Design& d, const std::string& program,
                            bin_dir + " nor on PATH (is its target built?)");
 }
 
-// Runs a short helper command and returns its output; throws with the output on failure.
+// Runs a short helper command (an argument vector, no shell) and returns its output, standard
+// error included; throws with that output on failure.
 std::string Capture(const std::vector<std::string>& argv, const std::string& what) {
-  std::string cmd = Join(argv) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error(what + ": cannot start " + argv[0]);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  if (st != 0) {
+  SubprocessResult r = RunCapture(argv);
+  if (!r.started) throw std::runtime_error(what + ": " + r.error);
+  std::string out = r.output;
+  if (!r.Succeeded()) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
     // The command is invmw itself: its "invmw: error: " prefix is ours to give once.
     for (const char* prefix : {"invmw: error: ", "invmw: "})
@@ -97,6 +94,7 @@ std::string Capture(const std::vector<std::string>& argv, const std::string& wha
         out.erase(0, std::strlen(prefix));
         break;
       }
+    if (out.empty()) out = argv[0] + " failed (" + r.Describe() + ")";
     throw std::runtime_error(what + ": " + out);
   }
   return out;

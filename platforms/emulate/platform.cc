@@ -1,11 +1,13 @@
 #include "platforms/emulate/platform.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -270,6 +272,13 @@ Platform LoadPlatform(const std::string& name_or_path) {
     if (name_or_path.empty()) throw PlatformError("empty platform name");
     path = PlatformsDir() + "/" + name_or_path + ".toml";
     if (access(path.c_str(), F_OK) != 0) {
+      // Only a file that is not there is "no such platform": a directory this user may not
+      // enter (a checkout under a private directory) is that, and says so.
+      if (errno != ENOENT && errno != ENOTDIR)
+        throw PlatformError("cannot read run platform '" + name_or_path + "': " + path + ": " +
+                            std::strerror(errno) +
+                            " (set INVMW_EMULATE_DIR to a readable copy of " +
+                            "the platform files)");
       if (name_or_path == "local") return LocalPlatform();
       std::string list;
       for (const auto& n : ListPlatforms()) list += (list.empty() ? "" : ", ") + n;
@@ -278,7 +287,7 @@ Platform LoadPlatform(const std::string& name_or_path) {
     }
   }
   std::ifstream in(path);
-  if (!in) throw PlatformError(path + ": cannot open run platform file");
+  if (!in) throw PlatformError(path + ": cannot open run platform file: " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   Platform p = ParsePlatform(ss.str(), path);

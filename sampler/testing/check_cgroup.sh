@@ -12,7 +12,9 @@ trap 'rmdir "$cg" 2>/dev/null || true' EXIT
 echo 100000 > "$cg/cpu.cfs_period_us"
 echo 50000 > "$cg/cpu.cfs_quota_us"
 rm -rf "$work"
-sh -c "echo \$\$ > $cg/cgroup.procs; exec env INVMW_SAMPLER_SOURCES=proc,cgroup $app $work 0 1 1 1.0 busy"
+# The paths are arguments of the inner shell, never part of its script.
+sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec env INVMW_SAMPLER_SOURCES=proc,cgroup "$@"' \
+  sh "$cg" "$app" "$work" 0 1 1 1.0 busy
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1] + "/raw/resources-000000.json"))["metrics"]

@@ -11,10 +11,12 @@ TEST: quota | scaling | tcp_rate | cleanup | mpi_rate | pingpong
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -371,16 +373,85 @@ def test_cleanup(args):
                        text=True)
     check(r.returncode == 125 and "8 virtual nodes" in r.stderr,
           f"too many ranks is refused clearly ({r.returncode}: {r.stderr.strip()})")
-    # Without root: a clear refusal (125), while `local` still runs.
-    if subprocess.run(["which", "setpriv"], capture_output=True).returncode == 0:
+    # Without root: a clear refusal (125), while `local` still runs. The checkout may lie under a
+    # directory other users cannot enter (a private mktemp -d, /root): the user then runs a copy
+    # of invmw and of the platform files in a directory everybody can read.
+    if shutil.which("setpriv"):
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        r = subprocess.run(nobody + exec_cmd(args, plat, ["true"]), capture_output=True,
-                           text=True)
-        check(r.returncode == 125 and "needs root" in r.stderr,
-              f"not root: refused clearly ({r.returncode}: {r.stderr.strip()})")
-        r = subprocess.run(nobody + exec_cmd(args, "local", ["sh", "-c", "exit 4"]),
-                           capture_output=True, text=True)
-        check(r.returncode == 4, f"not root: `local` runs (rc {r.returncode}: {r.stderr.strip()})")
+        stage = stage_for_other_users(args)
+    else:
+        stage = None
+        print("SKIP (part): no setpriv, the non-root checks did not run")
+    if stage:
+        try:
+            invmw = os.path.join(stage, "bin", "invmw")
+            as_nobody = dict(os.environ)
+            as_nobody.pop("INVMW_EMULATE_DIR", None)
+            r = subprocess.run(nobody + [invmw, "platform", "exec", plat, "--", "true"],
+                               capture_output=True, text=True, cwd=stage, env=as_nobody)
+            check(r.returncode == 125 and "needs root" in r.stderr,
+                  f"not root: refused clearly ({r.returncode}: {r.stderr.strip()})")
+            r = subprocess.run(nobody + [invmw, "platform", "exec", "local", "--", "sh", "-c",
+                                         "exit 4"],
+                               capture_output=True, text=True, cwd=stage, env=as_nobody)
+            check(r.returncode == 4,
+                  f"not root: `local` runs (rc {r.returncode}: {r.stderr.strip()})")
+            # Platform files the user may not read: that error, naming the path, not "no run
+            # platform".
+            private = os.path.join(stage, "private")
+            shutil.copytree(platforms_dir(args), private)
+            os.chmod(private, 0o700)
+            r = subprocess.run(nobody + [invmw, "platform", "exec", plat, "--", "true"],
+                               capture_output=True, text=True, cwd=stage,
+                               env=dict(as_nobody, INVMW_EMULATE_DIR=private))
+            check(r.returncode != 0 and "Permission denied" in r.stderr and private in r.stderr
+                  and "no run platform" not in r.stderr,
+                  f"unreadable platform files: the permission error with the path "
+                  f"({r.returncode}: {r.stderr.strip()})")
+        finally:
+            shutil.rmtree(stage)
+
+
+def platforms_dir(args):
+    """The platform files the tested invmw reads (platform.cc PlatformsDir)."""
+    if os.environ.get("INVMW_EMULATE_DIR"):
+        return os.environ["INVMW_EMULATE_DIR"]
+    installed = os.path.join(os.path.dirname(os.path.realpath(args.invmw)), "..", "share", "invmw",
+                             "emulated")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "emulated")
+
+
+def traversable_by_others(path):
+    path = os.path.realpath(path)
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        if path == "/":
+            return True
+        path = os.path.dirname(path)
+
+
+def stage_for_other_users(args):
+    """A directory every user can read with bin/invmw and share/invmw/emulated (the installed
+    layout, found next to the binary)."""
+    bases = [tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"]
+    base = next((b for b in bases if os.path.isdir(b) and traversable_by_others(b)), None)
+    if base is None:
+        print("SKIP (part): no directory other users can enter, the non-root checks did not run")
+        return None
+    stage = tempfile.mkdtemp(prefix="invmw-emutest-", dir=base)
+    os.chmod(stage, 0o755)
+    os.makedirs(os.path.join(stage, "bin"))
+    shutil.copy2(args.invmw, os.path.join(stage, "bin", "invmw"))
+    shutil.copytree(platforms_dir(args), os.path.join(stage, "share", "invmw", "emulated"))
+    for root, dirs, files in os.walk(stage):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o755 if f == "invmw" else 0o644)
+    return stage
 
 
 def test_no_leftovers(args):
