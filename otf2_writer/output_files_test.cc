@@ -154,9 +154,22 @@ TEST_F(ArchiveOutput, ConverterThrowsNamingThePathAndRestoresSigxfsz) {
 // `invmw run` passes the job's exit status on whatever happens to invmw's own output, and does
 // not print the path of a trace it could not write.
 TEST_F(ArchiveOutput, RunReportsATraceItCouldNotWrite) {
-  const Child c = RunChild({INVMW_BIN, "run", "--mpi", "openmpi", "--lib", INVMW_PRELOAD_LIB,
-                            "--out", dir_, "--", "/bin/sh", "-c", "exit 3"},
-                           0);
+  // invmw run refuses a directory of an earlier run: the job itself leaves the raw files there,
+  // as ranks that die before the end would (as hard links: the file size limit is the job's
+  // too).
+  const std::string src = dir_ + "-src";
+  fs::rename(dir_, src);
+  fs::create_directory(dir_);
+  struct RemoveSrc {
+    std::string p;
+    ~RemoveSrc() { fs::remove_all(p); }
+  } remove_src{src};
+  const std::vector<std::string> job = {"/bin/sh", "-c", "cp -Rl \"$1\"/. \"$2\"/ && exit 3",
+                                        "sh",      src,  dir_};
+  std::vector<std::string> argv = {INVMW_BIN,         "run",   "--mpi", "openmpi", "--lib",
+                                   INVMW_PRELOAD_LIB, "--out", dir_,    "--"};
+  argv.insert(argv.end(), job.begin(), job.end());
+  const Child c = RunChild(argv, 0);
   EXPECT_TRUE(c.exited) << Describe(c);
   EXPECT_EQ(c.status, 3) << Describe(c);
   EXPECT_NE(c.output.find("the trace was not written"), std::string::npos) << c.output;
@@ -164,9 +177,10 @@ TEST_F(ArchiveOutput, RunReportsATraceItCouldNotWrite) {
   EXPECT_EQ(c.output.find("trace: " + dir_ + "/traces.otf2\n"), std::string::npos) << c.output;
   EXPECT_FALSE(fs::exists(dir_ + "/traces.otf2"));
 
-  // With room to write, the same run builds the archive and names it.
-  const Child ok = RunChild({INVMW_BIN, "run", "--mpi", "openmpi", "--lib", INVMW_PRELOAD_LIB,
-                             "--out", dir_, "--", "/bin/sh", "-c", "exit 3"});
+  // With room to write, the same run (replacing the first one's files) builds the archive and
+  // names it.
+  argv.insert(argv.begin() + 2, "--force");
+  const Child ok = RunChild(argv);
   EXPECT_EQ(ok.status, 3) << Describe(ok);
   EXPECT_NE(ok.output.find("recovered the trace of the failed job: " + dir_ + "/traces.otf2"),
             std::string::npos)
