@@ -209,7 +209,7 @@ class Call {
   uint64_t Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer, int tag,
                  bool persistent) {
     uint64_t id = g.next_request_id.fetch_add(1, std::memory_order_relaxed);
-    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id};
+    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id, 0};
     TrackRequest(req, info);
     return id;
   }

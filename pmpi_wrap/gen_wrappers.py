@@ -199,6 +199,9 @@ KINDS = {
     'comm_new': dict(roles={'newcomm': (-1, 'out')}, post='c.CommNew(*{newcomm});'),
     'comm_new_req': dict(roles={'newcomm': (-2, 'out'), 'req': (-1, 'out')},
                          post='c.CommNewPending({newcomm}, *{req});'),
+    # The intercommunicator to the spawned world; its remote members are in no world rank of
+    # ours (comm_table.cc). Their data: README.md, "spawned worlds".
+    'comm_spawn': dict(roles={'newcomm': (-2, 'out')}, post='c.CommNew(*{newcomm});'),
     'comm_free': dict(roles={'comm': (0, 'inout')}, pre='MPI_Comm before = *{comm};',
                       post='c.CommFree(before);'),
     'type_free': dict(roles={}, post='c.TypeFreed();'),
@@ -247,7 +250,7 @@ CLASS_BY_KIND = {
     'completion': ('wait', 'waitall', 'waitany', 'waitsome', 'test', 'testall', 'testany',
                    'testsome', 'request_free', 'cancel'),
     'barrier': ('barrier',),
-    'comm': ('comm_new', 'comm_new_req', 'comm_free', 'type_free'),
+    'comm': ('comm_new', 'comm_new_req', 'comm_spawn', 'comm_free', 'type_free'),
     'rma': ('win_new', 'win_free', 'rma_put', 'rma_get', 'rma_get_accumulate',
             'rma_fetch_and_op', 'rma_compare_and_swap'),
     'io': ('io_read', 'io_write', 'io_read_at', 'io_write_at', 'io_read_begin',

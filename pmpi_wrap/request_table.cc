@@ -8,6 +8,7 @@
 #define ANNOTATE_HAPPENS_AFTER(obj) ((void)0)
 #endif
 
+#include <cstdlib>
 #include <cstring>
 
 #include "pmpi_wrap/runtime.h"
@@ -16,11 +17,18 @@
 namespace invmw::wrap {
 namespace {
 
-constexpr int kSlots = 1 << 16;
 constexpr int kMaxProbe = 128;
 constexpr uint64_t kEmpty = 0;
 constexpr uint64_t kTombstone = ~0ull;
 constexpr uint64_t kBusy = ~0ull - 1;  // claimed, info being written
+// Keys of shared-handle entries: bit 62 set (no handle has it: Open MPI's are user-space
+// pointers, MPICH's 32-bit integers), the starting thread's slot, its sequence number.
+constexpr uint64_t kSharedBit = 1ull << 62;
+constexpr uint64_t kSeqMask = (1ull << 40) - 1;
+// A shared entry that stayed while this many of its thread's later ones came and went (beyond
+// four times those still live) was never completed (a leaked request): it is forgotten, and
+// counted as a dropped request, so that walking the window stays short.
+constexpr uint64_t kSharedLag = 1024;
 
 // Removal protocol: whoever wins the CAS of `id` (from the request's id to 0) owns the removal
 // and alone turns the key into a tombstone; insertions only claim empty or tombstoned keys.
@@ -29,8 +37,17 @@ struct Slot {
   std::atomic<uint64_t> key{kEmpty};
   std::atomic<uint64_t> id{0};
   std::atomic<int32_t> thread{-1};  // slot index of the thread that started it (shared handles)
+  MPI_Request handle;               // shared entries: which shared handle
   ReqInfo info;
 };
+
+Slot* g_slots = nullptr;  // set once at MPI_Init
+uint64_t g_mask = 0;
+int g_shift = 64;
+
+uint64_t SharedKey(int32_t thread, uint64_t seq) {
+  return kSharedBit | (uint64_t(uint32_t(thread) & 0x3fffff) << 40) | (seq & kSeqMask);
+}
 
 // Removes the entry in `s` if it still holds request `id` (any live request when id == 0).
 bool RemoveIf(Slot& s, uint64_t key, uint64_t id) {
@@ -40,12 +57,15 @@ bool RemoveIf(Slot& s, uint64_t key, uint64_t id) {
   // Whatever the remover read of the entry happens before the next claim of the slot (the
   // atomics order it; helgrind needs to be told, it does not follow C++ atomics).
   ANNOTATE_HAPPENS_BEFORE(&s);
+  if (key & kSharedBit) {
+    int32_t t = s.thread.load(std::memory_order_relaxed);
+    if (ThreadState* ts = t >= 0 ? ThreadAt(t) : nullptr)
+      ts->shared_live.fetch_sub(1, std::memory_order_relaxed);
+  }
   uint64_t k = key;
   s.key.compare_exchange_strong(k, kTombstone, std::memory_order_acq_rel);
   return true;
 }
-
-Slot g_slots[kSlots];
 
 uint64_t Key(MPI_Request r) {
   uint64_t k = 0;
@@ -55,8 +75,70 @@ uint64_t Key(MPI_Request r) {
 }
 
 size_t Hash(uint64_t k) {
-  return (k * 0x9E3779B97F4A7C15ull) >> 48;
-}  // 16 bits
+  return size_t((k * 0x9E3779B97F4A7C15ull) >> g_shift);
+}
+
+Slot& At(size_t h, int i) {
+  return g_slots[(h + size_t(i)) & g_mask];
+}
+
+// The slot holding `key`, or nullptr.
+Slot* FindKey(uint64_t key) {
+  if (!g_slots) return nullptr;
+  size_t h = Hash(key);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    Slot& s = At(h, i);
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == key) return &s;
+    if (k == kEmpty) return nullptr;
+  }
+  return nullptr;
+}
+
+// Removes the entry of `key` while it still holds request `id`.
+void RemoveKeyIf(uint64_t key, uint64_t id) {
+  if (!g_slots) return;
+  size_t h = Hash(key);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    Slot& s = At(h, i);
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == key && RemoveIf(s, key, id)) return;
+    if (k == kEmpty) return;
+  }
+}
+
+bool Insert(uint64_t key, MPI_Request req, const ReqInfo& info) {
+  size_t h = Hash(key);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    Slot& s = At(h, i);
+    uint64_t k = s.key.load(std::memory_order_relaxed);
+    if ((k == kEmpty || k == kTombstone) &&
+        s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
+      ANNOTATE_HAPPENS_AFTER(&s);
+      s.info = info;
+      s.info.key = key;
+      s.handle = req;
+      s.thread.store(tls_state ? tls_state->index : -1, std::memory_order_relaxed);
+      s.id.store(info.id, std::memory_order_release);
+      s.key.store(key, std::memory_order_release);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Copies the live entry of `key` for shared handle `req`; false when there is none.
+bool CopyShared(uint64_t key, MPI_Request req, ReqInfo* out) {
+  Slot* s = FindKey(key);
+  if (!s) return false;
+  uint64_t id = s->id.load(std::memory_order_acquire);
+  if (id == 0 || s->handle != req) return false;
+  *out = s->info;
+  ANNOTATE_HAPPENS_BEFORE(s);  // as in CopyRequest
+  // A completer elsewhere may have removed it meanwhile (and the slot been reclaimed).
+  return s->id.load(std::memory_order_acquire) == id &&
+         s->key.load(std::memory_order_acquire) == key;
+}
 
 }  // namespace
 
@@ -68,6 +150,19 @@ void InitSharedRequests() {
   // Looked up, not linked: the library must not depend on Open MPI's internal symbols.
   if (void* p = dlsym(RTLD_DEFAULT, "ompi_request_empty")) g_shared_empty = MPI_Request(p);
 #endif
+}
+
+int64_t InitRequestTable(int64_t entries) {
+  if (g_slots) return int64_t(g_mask + 1);
+  int bits = 10;
+  while (bits < 24 && (int64_t(1) << bits) < entries) ++bits;
+  // Zeroed pages: every key starts as kEmpty, id 0, and untouched pages cost no memory.
+  void* p = std::calloc(size_t(1) << bits, sizeof(Slot));
+  if (!p) return 0;
+  g_mask = (uint64_t(1) << bits) - 1;
+  g_shift = 64 - bits;
+  g_slots = static_cast<Slot*>(p);
+  return int64_t(g_mask + 1);
 }
 
 bool IsSharedRequest(MPI_Request req) {
@@ -83,66 +178,50 @@ bool IsSharedRequest(MPI_Request req) {
 }
 
 void TrackRequest(MPI_Request req, const ReqInfo& info) {
-  if (req == MPI_REQUEST_NULL) return;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  // A handle reused after completion we did not see (e.g. completed by an unrecorded call)
-  // would otherwise leave a stale duplicate ahead of the new entry. A shared handle stands for
-  // several requests at once: none of its entries is stale.
-  if (!IsSharedRequest(req)) ForgetRequest(req);
-  for (int i = 0; i < kMaxProbe; ++i) {
-    Slot& s = g_slots[(h + i) % kSlots];
-    uint64_t k = s.key.load(std::memory_order_relaxed);
-    if ((k == kEmpty || k == kTombstone) &&
-        s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
-      ANNOTATE_HAPPENS_AFTER(&s);
-      s.info = info;
-      s.thread.store(tls_state ? tls_state->index : -1, std::memory_order_relaxed);
-      s.id.store(info.id, std::memory_order_release);
-      s.key.store(key, std::memory_order_release);
+  if (req == MPI_REQUEST_NULL || !g_slots) return;
+  if (IsSharedRequest(req)) {
+    ThreadState* ts = tls_state;
+    if (!ts) {
+      g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    // Only this thread moves its window; other threads only read it.
+    uint64_t head = ts->shared_head.load(std::memory_order_relaxed);
+    uint64_t tail = ts->shared_tail.load(std::memory_order_relaxed);
+    int64_t live = ts->shared_live.load(std::memory_order_relaxed);
+    if (head - tail > kSharedLag + 4 * uint64_t(live > 0 ? live : 0)) {
+      const uint64_t old = SharedKey(ts->index, tail);
+      if (Slot* s = FindKey(old); s && RemoveIf(*s, old, 0))
+        g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+      ts->shared_tail.store(tail + 1, std::memory_order_release);
+    }
+    if (Insert(SharedKey(ts->index, head), req, info)) {
+      ts->shared_live.fetch_add(1, std::memory_order_relaxed);
+      ts->shared_head.store(head + 1, std::memory_order_release);
+    } else {
+      g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
   }
-  g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
-}
-
-// The first slot holding `req`, or nullptr.
-Slot* FindSlot(MPI_Request req) {
-  if (req == MPI_REQUEST_NULL) return nullptr;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  for (int i = 0; i < kMaxProbe; ++i) {
-    Slot& s = g_slots[(h + i) % kSlots];
-    uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key) return &s;
-    if (k == kEmpty) return nullptr;
-  }
-  return nullptr;
+  // A handle reused after completion we did not see (e.g. completed by an unrecorded call)
+  // would otherwise leave a stale duplicate ahead of the new entry.
+  ForgetRequest(req);
+  if (!Insert(Key(req), req, info)) g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
 }
 
 ReqInfo* FindRequest(MPI_Request req) {
-  Slot* s = FindSlot(req);
+  if (req == MPI_REQUEST_NULL) return nullptr;
+  Slot* s = FindKey(Key(req));
   return s ? &s->info : nullptr;
 }
 
 void ForgetRequest(MPI_Request req) {
-  if (req == MPI_REQUEST_NULL) return;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  for (int i = 0; i < kMaxProbe; ++i) {
-    Slot& s = g_slots[(h + i) % kSlots];
-    uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key && RemoveIf(s, key, 0)) return;
-    if (k == kEmpty) return;
-  }
+  if (req != MPI_REQUEST_NULL) RemoveKeyIf(Key(req), 0);
 }
 
-}  // namespace invmw::wrap
-
-namespace invmw::wrap {
-
 bool CopyRequest(MPI_Request req, ReqInfo* out) {
-  Slot* s = FindSlot(req);
+  if (req == MPI_REQUEST_NULL) return false;
+  Slot* s = FindKey(Key(req));
   if (!s) return false;
   *out = s->info;
   // The copy is taken before the completion call; once that returns, MPI may give the handle
@@ -152,41 +231,50 @@ bool CopyRequest(MPI_Request req, ReqInfo* out) {
   return true;
 }
 
-bool CopySharedRequest(MPI_Request req, ReqInfo* out, int nth) {
-  if (req == MPI_REQUEST_NULL) return false;
-  const int32_t me = tls_state ? tls_state->index : -1;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  // This thread's entries first: only this thread completes them, so none is recycled while
-  // it is copied; then anybody's (a request completed by another thread than its starter).
-  for (int pass = 0; pass < 2; ++pass) {
-    int n = nth;
-    for (int i = 0; i < kMaxProbe; ++i) {
-      Slot& s = g_slots[(h + i) % kSlots];
-      uint64_t k = s.key.load(std::memory_order_acquire);
-      if (k == kEmpty) break;
-      if (k != key || s.id.load(std::memory_order_acquire) == 0) continue;
-      if (pass == 0 && s.thread.load(std::memory_order_relaxed) != me) continue;
-      if (n-- == 0) {
-        *out = s.info;
-        ANNOTATE_HAPPENS_BEFORE(&s);  // as in CopyRequest
-        return true;
+bool NextSharedRequest(MPI_Request req, ReqInfo* out, SharedCursor* c) {
+  if (req == MPI_REQUEST_NULL || !g_slots) return false;
+  ThreadState* me = tls_state;
+  if (c->pass == 0) {
+    if (me) {
+      uint64_t tail = me->shared_tail.load(std::memory_order_relaxed);
+      const uint64_t head = me->shared_head.load(std::memory_order_relaxed);
+      if (!c->begun || c->seq < tail) c->seq = tail, c->begun = true;
+      for (; c->seq < head; ++c->seq) {
+        const uint64_t key = SharedKey(me->index, c->seq);
+        if (CopyShared(key, req, out)) {
+          ++c->seq;
+          return true;
+        }
+        // The oldest entries are gone: the window starts later (only this thread moves it).
+        if (c->seq == tail && !FindKey(key))
+          me->shared_tail.store(tail = c->seq + 1, std::memory_order_release);
       }
     }
+    c->pass = 1;
+    c->thread = 0;
+    c->begun = false;
+  }
+  for (const int n = ThreadCount(); c->thread < n; ++c->thread, c->begun = false) {
+    ThreadState* ts = ThreadAt(c->thread);
+    if (!ts || ts == me) continue;
+    const uint64_t tail = ts->shared_tail.load(std::memory_order_acquire);
+    const uint64_t head = ts->shared_head.load(std::memory_order_acquire);
+    if (!c->begun || c->seq < tail) c->seq = tail, c->begun = true;
+    for (; c->seq < head; ++c->seq)
+      if (CopyShared(SharedKey(ts->index, c->seq), req, out)) {
+        ++c->seq;
+        return true;
+      }
   }
   return false;
 }
 
 void ForgetRequestIf(MPI_Request req, uint64_t id) {
-  if (req == MPI_REQUEST_NULL) return;
-  uint64_t key = Key(req);
-  size_t h = Hash(key);
-  for (int i = 0; i < kMaxProbe; ++i) {
-    Slot& s = g_slots[(h + i) % kSlots];
-    uint64_t k = s.key.load(std::memory_order_acquire);
-    if (k == key && RemoveIf(s, key, id)) return;
-    if (k == kEmpty) return;
-  }
+  if (req != MPI_REQUEST_NULL) RemoveKeyIf(Key(req), id);
+}
+
+void ForgetTracked(const ReqInfo& info) {
+  RemoveKeyIf(info.key, info.id);
 }
 
 void DeactivateRequestIf(MPI_Request req, uint64_t id) {
