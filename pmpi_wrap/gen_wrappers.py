@@ -202,7 +202,8 @@ KINDS = {
     # The intercommunicator to the spawned world; its remote members are in no world rank of
     # ours (comm_table.cc). Their data: README.md, "spawned worlds".
     'comm_spawn': dict(roles={'newcomm': (-2, 'out')}, post='c.CommNew(*{newcomm});'),
-    'comm_free': dict(roles={'comm': (0, 'inout')}, pre='MPI_Comm before = *{comm};',
+    'comm_free': dict(roles={'comm': (0, 'inout')},
+                      pre='MPI_Comm before = *{comm}; c.CommFreeBegin(before);',
                       post='c.CommFree(before);'),
     'type_free': dict(roles={}, post='c.TypeFreed();'),
     'win_new': dict(roles={'win': (-1, 'out')}, post='c.WinNew(*{win});'),

@@ -320,6 +320,62 @@ def check_dropped(profile, expected, a, stderr):
     return errors
 
 
+def check_spawned(profile, a, out_dir, expect_dir):
+    """Worlds started by MPI_Comm_spawn: each has its own complete profile (and trace) in
+    OUT/spawned-*/, matching what its ranks wrote under EXPECT/spawned-NAME/, and the parent's
+    profile.json (and trace) lists each of those directories."""
+    errors = []
+    listed = {s.get('dir'): s for s in profile.get('spawned', [])}
+    log(f'spawned worlds listed in profile.json: {sorted(listed)}')
+    on_disk = sorted(os.path.basename(d) for d in glob.glob(os.path.join(out_dir, 'spawned-*')))
+    if sorted(listed) != on_disk:
+        errors.append(f'profile.json lists spawned worlds {sorted(listed)}, the directory holds '
+                      f'{on_disk}')
+    for spec in a.expect_spawned:
+        name, _, np_ = spec.partition('=')
+        world = None
+        for d in on_disk:
+            try:
+                with open(os.path.join(out_dir, d, 'meta.json')) as f:
+                    if json.load(f).get('command', '').split()[-1:] == [name]:
+                        world = d
+            except (OSError, ValueError):
+                pass
+        if world is None:
+            errors.append(f'spawned world "{name}": no spawned-*/meta.json with that command')
+            continue
+        if listed.get(world, {}).get('ranks') != int(np_):
+            errors.append(f'profile.json spawned entry {listed.get(world)}: expected {np_} ranks')
+        sub = argparse.Namespace(**vars(a))
+        sub.np = int(np_)
+        try:
+            with open(os.path.join(out_dir, world, 'profile.json')) as f:
+                child = json.load(f)
+            expected = load_expected(os.path.join(expect_dir, f'spawned-{name}'), sub.np)
+        except (OSError, ValueError, CheckFailed) as e:
+            errors.append(f'spawned world "{name}" ({world}): {e}')
+            continue
+        errors += [f'spawned world "{name}" ({world}): {e}' for e in compare(child, expected, sub)]
+        log(f'spawned world "{name}": {world}, its profile matches its ranks\' own counts')
+        if a.trace:
+            res = subprocess.run([TRACE_PYTHON, os.path.join(os.path.dirname(
+                os.path.abspath(__file__)), 'check_trace.py'), os.path.join(out_dir, world),
+                '--profile', os.path.join(out_dir, world, 'profile.json'), '--other-world'],
+                capture_output=True, text=True, timeout=300)
+            log(f'check_trace {world}: ' + (res.stdout.strip().splitlines() or [''])[-1])
+            if res.returncode != 0:
+                errors.append(f'trace check of {world} failed:\n{res.stdout}{res.stderr}')
+    if a.trace:
+        r = subprocess.run(['otf2-print', '-I', os.path.join(out_dir, 'traces.otf2')],
+                           capture_output=True, text=True, timeout=120)
+        m = re.search(r'Property name\s+INVMW::SPAWNED\s*\nProperty value\s+(\S*)', r.stdout)
+        got = m.group(1).split(',') if m else []
+        log(f'INVMW::SPAWNED = {got}')
+        if sorted(got) != on_disk:
+            errors.append(f'the trace\'s INVMW::SPAWNED is {got}, expected {on_disk}')
+    return errors
+
+
 def check_ends(profile, a, incomplete):
     errors = []
     if profile.get('incomplete') is not incomplete:
@@ -425,6 +481,8 @@ def check_trace(a, out_dir, expect_dir, run_stderr):
         checker += ['--expect-flushes' if a.trace_full == 'flush' else '--expect-dropped']
     if a.expect_dropped:
         checker += ['--expect-not-recorded', a.expect_dropped]
+    if a.expect_spawned:
+        checker += ['--other-world']
     if a.end == 'finalize':
         checker += ['--profile', os.path.join(out_dir, 'profile.json')]
     else:
@@ -523,6 +581,9 @@ def main():
                     help='the run exceeds INVMW_WRAP_MAX_THREADS (calls) or '
                          'INVMW_WRAP_MAX_REQUESTS (requests) on purpose: the loss must be '
                          'counted, warned about and (traced) mark the trace partial')
+    ap.add_argument('--expect-spawned', action='append', default=[], metavar='NAME=NP',
+                    help='the program spawns a world of NP ranks whose last argument is NAME; '
+                         'its ranks write their expectations to EXPECT/spawned-NAME/')
     ap.add_argument('--timeout', type=float, default=60)
     ap.add_argument('prog', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -606,6 +667,8 @@ def main():
             errors += check_ends(profile, a, incomplete=False)
             errors += compare(profile, expected, a)
             errors += check_dropped(profile, expected, a, stderr)
+            if a.expect_spawned:
+                errors += check_spawned(profile, a, out_dir, expect_dir)
             if not a.expect_end and any(r.get('end') != 'finalize'
                                         for r in profile.get('ranks', [])):
                 errors.append('a rank did not end with finalize')
