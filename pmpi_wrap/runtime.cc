@@ -2,6 +2,12 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#if __has_include(<valgrind/helgrind.h>)
+#include <valgrind/helgrind.h>  // the slot handover below, which helgrind cannot follow
+#else
+#define ANNOTATE_HAPPENS_BEFORE(obj) ((void)0)
+#define ANNOTATE_HAPPENS_AFTER(obj) ((void)0)
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -64,6 +70,7 @@ void OnThreadExit(void* p) {
   if (ts->trace) TraceThreadEnded(ts);
   FreeScratch();
   tls_state = nullptr;
+  ANNOTATE_HAPPENS_BEFORE(ts);
   g_slot_free[ts->index].store(true, std::memory_order_release);
 }
 
@@ -390,6 +397,7 @@ ThreadState* AttachThread() {
         !g_slot_free[i].compare_exchange_strong(was_free, false, std::memory_order_acquire))
       continue;
     ThreadState* ts = ThreadAt(i);
+    ANNOTATE_HAPPENS_AFTER(ts);
     if (ts->trace) TraceThreadReused(ts);
     tls_state = ts;
     pthread_setspecific(g_thread_key, ts);  // only set slots are ever freed: the key exists
