@@ -143,7 +143,7 @@ bool CopyShared(uint64_t key, MPI_Request req, ReqInfo* out) {
 }  // namespace
 
 // Set once at MPI_Init, before the application's threads can make MPI calls.
-static MPI_Request g_shared_empty = MPI_REQUEST_NULL;
+[[maybe_unused]] static MPI_Request g_shared_empty = MPI_REQUEST_NULL;
 
 void InitSharedRequests() {
 #if defined(OPEN_MPI)
