@@ -25,10 +25,6 @@ constexpr uint64_t kBusy = ~0ull - 1;  // claimed, info being written
 // pointers, MPICH's 32-bit integers), the starting thread's slot, its sequence number.
 constexpr uint64_t kSharedBit = 1ull << 62;
 constexpr uint64_t kSeqMask = (1ull << 40) - 1;
-// A shared entry that stayed while this many of its thread's later ones came and went (beyond
-// four times those still live) was never completed (a leaked request): it is forgotten, and
-// counted as a dropped request, so that walking the window stays short.
-constexpr uint64_t kSharedLag = 1024;
 
 // Removal protocol: whoever wins the CAS of `id` (from the request's id to 0) owns the removal
 // and alone turns the key into a tombstone; insertions only claim empty or tombstoned keys.
@@ -44,6 +40,21 @@ struct Slot {
 Slot* g_slots = nullptr;  // set once at MPI_Init
 uint64_t g_mask = 0;
 int g_shift = 64;
+// Per-thread rings of shared-handle entries: entry `seq` of a thread lives in ring[seq & mask],
+// so its own entries are found without hashing, and none of them leaves a tombstone in the table
+// (a stream of distinct keys would fill it with tombstones and make every miss probe to the end).
+uint64_t g_ring_mask = 0;
+
+Slot* RingOf(ThreadState* ts) {
+  return static_cast<Slot*>(ts->shared_ring.load(std::memory_order_acquire));
+}
+
+// The ring slot that holds (or held) shared entry `key`, or nullptr.
+Slot* SharedSlot(uint64_t key) {
+  ThreadState* ts = ThreadAt(int32_t((key >> 40) & 0x3fffff));
+  Slot* ring = ts ? RingOf(ts) : nullptr;
+  return ring ? &ring[key & kSeqMask & g_ring_mask] : nullptr;
+}
 
 uint64_t SharedKey(int32_t thread, uint64_t seq) {
   return kSharedBit | (uint64_t(uint32_t(thread) & 0x3fffff) << 40) | (seq & kSeqMask);
@@ -57,11 +68,6 @@ bool RemoveIf(Slot& s, uint64_t key, uint64_t id) {
   // Whatever the remover read of the entry happens before the next claim of the slot (the
   // atomics order it; helgrind needs to be told, it does not follow C++ atomics).
   ANNOTATE_HAPPENS_BEFORE(&s);
-  if (key & kSharedBit) {
-    int32_t t = s.thread.load(std::memory_order_relaxed);
-    if (ThreadState* ts = t >= 0 ? ThreadAt(t) : nullptr)
-      ts->shared_live.fetch_sub(1, std::memory_order_relaxed);
-  }
   uint64_t k = key;
   s.key.compare_exchange_strong(k, kTombstone, std::memory_order_acq_rel);
   return true;
@@ -97,6 +103,11 @@ Slot* FindKey(uint64_t key) {
 
 // Removes the entry of `key` while it still holds request `id`.
 void RemoveKeyIf(uint64_t key, uint64_t id) {
+  if (key & kSharedBit) {
+    if (Slot* s = SharedSlot(key); s && s->key.load(std::memory_order_acquire) == key)
+      RemoveIf(*s, key, id);
+    return;
+  }
   if (!g_slots) return;
   size_t h = Hash(key);
   for (int i = 0; i < kMaxProbe; ++i) {
@@ -127,17 +138,22 @@ bool Insert(uint64_t key, MPI_Request req, const ReqInfo& info) {
   return false;
 }
 
-// Copies the live entry of `key` for shared handle `req`; false when there is none.
-bool CopyShared(uint64_t key, MPI_Request req, ReqInfo* out) {
-  Slot* s = FindKey(key);
-  if (!s) return false;
-  uint64_t id = s->id.load(std::memory_order_acquire);
-  if (id == 0 || s->handle != req) return false;
-  *out = s->info;
-  ANNOTATE_HAPPENS_BEFORE(s);  // as in CopyRequest
-  // A completer elsewhere may have removed it meanwhile (and the slot been reclaimed).
-  return s->id.load(std::memory_order_acquire) == id &&
-         s->key.load(std::memory_order_acquire) == key;
+// Copies the live shared entry `key` of handle `req` from its ring slot; false when there is
+// none. Read like a seqlock: the owner rewrites a slot only after its id went to 0, and ids are
+// never reused, so an unchanged id after the copy means the copy is whole.
+bool CopyShared(Slot& s, uint64_t key, MPI_Request req, ReqInfo* out) {
+  if (s.key.load(std::memory_order_acquire) != key) return false;
+  uint64_t id = s.id.load(std::memory_order_acquire);
+  if (id == 0 || s.handle != req) return false;
+  *out = s.info;
+  ANNOTATE_HAPPENS_BEFORE(&s);  // as in CopyRequest
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.id.load(std::memory_order_relaxed) == id && s.key.load(std::memory_order_relaxed) == key;
+}
+
+// Whether shared entry `key` is gone from slot `s`.
+bool SharedGone(Slot& s, uint64_t key) {
+  return s.key.load(std::memory_order_acquire) != key || s.id.load(std::memory_order_acquire) == 0;
 }
 
 }  // namespace
@@ -161,6 +177,8 @@ int64_t InitRequestTable(int64_t entries) {
   if (!p) return 0;
   g_mask = (uint64_t(1) << bits) - 1;
   g_shift = 64 - bits;
+  // Each thread's ring holds a 16th of the table's entries (at least 256).
+  g_ring_mask = (uint64_t(1) << (bits - 4 < 8 ? 8 : bits - 4)) - 1;
   g_slots = static_cast<Slot*>(p);
   return int64_t(g_mask + 1);
 }
@@ -181,26 +199,43 @@ void TrackRequest(MPI_Request req, const ReqInfo& info) {
   if (req == MPI_REQUEST_NULL || !g_slots) return;
   if (IsSharedRequest(req)) {
     ThreadState* ts = tls_state;
-    if (!ts) {
+    Slot* ring = ts ? RingOf(ts) : nullptr;
+    if (ts && !ring) {
+      // Once per thread, at its first request on a shared handle (zeroed pages: empty slots).
+      ring = static_cast<Slot*>(std::calloc(g_ring_mask + 1, sizeof(Slot)));
+      ts->shared_ring.store(ring, std::memory_order_release);
+    }
+    if (!ring) {
       g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    // Only this thread moves its window; other threads only read it.
+    // Only this thread writes its ring and moves its window; others only read and remove.
     uint64_t head = ts->shared_head.load(std::memory_order_relaxed);
     uint64_t tail = ts->shared_tail.load(std::memory_order_relaxed);
-    int64_t live = ts->shared_live.load(std::memory_order_relaxed);
-    if (head - tail > kSharedLag + 4 * uint64_t(live > 0 ? live : 0)) {
-      const uint64_t old = SharedKey(ts->index, tail);
-      if (Slot* s = FindKey(old); s && RemoveIf(*s, old, 0))
-        g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
-      ts->shared_tail.store(tail + 1, std::memory_order_release);
-    }
-    if (Insert(SharedKey(ts->index, head), req, info)) {
-      ts->shared_live.fetch_add(1, std::memory_order_relaxed);
-      ts->shared_head.store(head + 1, std::memory_order_release);
-    } else {
+    while (tail < head && SharedGone(ring[tail & g_ring_mask], SharedKey(ts->index, tail))) ++tail;
+    // Nothing live: start again at the ring's first slot, which stays in the cache (a start /
+    // complete loop would otherwise walk the whole ring). Ids, not keys, tell entries apart.
+    if (tail == head) head = tail = 0;
+    ts->shared_tail.store(tail, std::memory_order_release);
+    ts->shared_head.store(head, std::memory_order_release);
+    Slot& s = ring[head & g_ring_mask];
+    // The entry a whole ring earlier is still live: never completed (leaked) or more live
+    // requests on shared handles than the ring holds. It is given up, and counted.
+    if (s.id.load(std::memory_order_acquire) != 0 &&
+        RemoveIf(s, s.key.load(std::memory_order_relaxed), 0))
       g.dropped_requests.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (head > g_ring_mask && tail < head - g_ring_mask)
+      ts->shared_tail.store(head - g_ring_mask, std::memory_order_release);
+    const uint64_t key = SharedKey(ts->index, head);
+    ANNOTATE_HAPPENS_AFTER(&s);
+    s.key.store(kBusy, std::memory_order_relaxed);
+    s.info = info;
+    s.info.key = key;
+    s.handle = req;
+    s.thread.store(ts->index, std::memory_order_relaxed);
+    s.id.store(info.id, std::memory_order_release);
+    s.key.store(key, std::memory_order_release);
+    ts->shared_head.store(head + 1, std::memory_order_release);
     return;
   }
   // A handle reused after completion we did not see (e.g. completed by an unrecorded call)
@@ -232,21 +267,22 @@ bool CopyRequest(MPI_Request req, ReqInfo* out) {
 }
 
 bool NextSharedRequest(MPI_Request req, ReqInfo* out, SharedCursor* c) {
-  if (req == MPI_REQUEST_NULL || !g_slots) return false;
+  if (req == MPI_REQUEST_NULL) return false;
   ThreadState* me = tls_state;
   if (c->pass == 0) {
-    if (me) {
+    if (Slot* ring = me ? RingOf(me) : nullptr) {
       uint64_t tail = me->shared_tail.load(std::memory_order_relaxed);
       const uint64_t head = me->shared_head.load(std::memory_order_relaxed);
       if (!c->begun || c->seq < tail) c->seq = tail, c->begun = true;
       for (; c->seq < head; ++c->seq) {
         const uint64_t key = SharedKey(me->index, c->seq);
-        if (CopyShared(key, req, out)) {
+        Slot& s = ring[c->seq & g_ring_mask];
+        if (CopyShared(s, key, req, out)) {
           ++c->seq;
           return true;
         }
         // The oldest entries are gone: the window starts later (only this thread moves it).
-        if (c->seq == tail && !FindKey(key))
+        if (c->seq == tail && SharedGone(s, key))
           me->shared_tail.store(tail = c->seq + 1, std::memory_order_release);
       }
     }
@@ -256,12 +292,13 @@ bool NextSharedRequest(MPI_Request req, ReqInfo* out, SharedCursor* c) {
   }
   for (const int n = ThreadCount(); c->thread < n; ++c->thread, c->begun = false) {
     ThreadState* ts = ThreadAt(c->thread);
-    if (!ts || ts == me) continue;
+    Slot* ring = ts && ts != me ? RingOf(ts) : nullptr;
+    if (!ring) continue;
     const uint64_t tail = ts->shared_tail.load(std::memory_order_acquire);
     const uint64_t head = ts->shared_head.load(std::memory_order_acquire);
     if (!c->begun || c->seq < tail) c->seq = tail, c->begun = true;
     for (; c->seq < head; ++c->seq)
-      if (CopyShared(SharedKey(ts->index, c->seq), req, out)) {
+      if (CopyShared(ring[c->seq & g_ring_mask], SharedKey(ts->index, c->seq), req, out)) {
         ++c->seq;
         return true;
       }

@@ -7,10 +7,12 @@
 // at MPI_Init; probing is bounded; a request that finds no slot is counted as dropped and its
 // completion goes unrecorded (the trace is then marked partial).
 //
-// Entries of a shared handle (below) are not keyed by the handle, which would put them all on one
-// probe chain and cap them at its length: each gets its own key from the starting thread's slot
-// and a per-thread sequence number, and the thread keeps the window [oldest live, next) of its
-// sequence numbers, so the k-th live entry is found by walking that window.
+// Entries of a shared handle (below) are not in that table, where they would all share one probe
+// chain and be capped at its length: each thread keeps them in a ring of its own (a 16th of
+// INVMW_WRAP_MAX_REQUESTS, at least 256), numbered in start order, with the window [oldest live,
+// next) of those numbers, so the k-th live entry is found by walking that window. An entry still
+// live when the ring comes round to it again (leaked, or more live than the ring holds) is given
+// up and counted as a dropped request.
 #pragma once
 
 #include <mpi.h>

@@ -48,11 +48,11 @@ struct ThreadState {
   int counter_fd;
   int counter_n;
   uint64_t counters_enter[3];
-  // Entries of shared request handles started on this slot (request_table.cc): sequence numbers
-  // [shared_tail, shared_head) may be live, shared_live of them are.
+  // Entries of shared request handles started on this slot (request_table.cc): a ring of them,
+  // allocated at the first; sequence numbers [shared_tail, shared_head) may be live.
+  std::atomic<void*> shared_ring;
   std::atomic<uint64_t> shared_head;
   std::atomic<uint64_t> shared_tail;
-  std::atomic<int64_t> shared_live;
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the
