@@ -28,7 +28,10 @@
 //   {"type":"counters", "names":["counters.task_clock",...], "units":["ns",...]}
 //                                    what kCounters records hold (INVMW_TRACE_COUNTERS=1)
 //   {"type":"end", "reason":"finalize"|"signal"|..., "end_ticks":T, "ticks_per_second":F,
-//    "dropped_events":D, "flushes":K}
+//    "dropped_events":D, "dropped_calls":C, "dropped_requests":R, "flushes":K}
+//                                    C: calls from threads beyond INVMW_WRAP_MAX_THREADS, R:
+//                                    requests whose completion could not be recorded
+//                                    (INVMW_WRAP_MAX_REQUESTS); missing counts as 0
 #pragma once
 
 #include <cstddef>

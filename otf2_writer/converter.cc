@@ -736,8 +736,11 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
     std::string warn;
     clocks[rank.rank] = ClockModel::For(rank, &warn);
     if (!warn.empty()) result.problems.push_back(warn);
-    if (!rank.has_end || rank.dropped_events) result.partial = true;
+    if (!rank.has_end || rank.dropped_events || rank.dropped_calls || rank.dropped_requests)
+      result.partial = true;
     result.dropped_events += rank.dropped_events;
+    result.dropped_calls += rank.dropped_calls;
+    result.dropped_requests += rank.dropped_requests;
 
     std::vector<FunctionInfo> funcs;
     std::vector<OTF2_RegionRef> refs;
@@ -982,6 +985,26 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
   Check(OTF2_Archive_SetProperty(archive, "INVMW::DROPPED_EVENTS",
                                  std::to_string(result.dropped_events).c_str(), true),
         "SetProperty");
+  // Calls never recorded at all (threads beyond INVMW_WRAP_MAX_THREADS) and requests whose
+  // completion is missing (beyond INVMW_WRAP_MAX_REQUESTS): gaps the rings know nothing of.
+  Check(OTF2_Archive_SetProperty(archive, "INVMW::DROPPED_CALLS",
+                                 std::to_string(result.dropped_calls).c_str(), true),
+        "SetProperty");
+  Check(OTF2_Archive_SetProperty(archive, "INVMW::DROPPED_REQUESTS",
+                                 std::to_string(result.dropped_requests).c_str(), true),
+        "SetProperty");
+  // Worlds started by MPI_Comm_spawn keep their own trace in RUN/spawned-*/ (README.md).
+  std::vector<std::string> spawned_dirs;
+  std::error_code spawn_ec;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir, spawn_ec))
+    if (e.path().filename().string().rfind("spawned-", 0) == 0)
+      spawned_dirs.push_back(e.path().filename().string());
+  std::sort(spawned_dirs.begin(), spawned_dirs.end());
+  std::string spawned;
+  for (const auto& d : spawned_dirs) spawned += (spawned.empty() ? "" : ",") + d;
+  if (!spawned.empty())
+    Check(OTF2_Archive_SetProperty(archive, "INVMW::SPAWNED", spawned.c_str(), true),
+          "SetProperty");
   Check(OTF2_Archive_SetProperty(archive, "INVMW::PROBLEMS",
                                  std::to_string(result.problems.size()).c_str(), true),
         "SetProperty");

@@ -45,6 +45,9 @@ struct ConvertResult {
   bool partial = false;        // some rank did not end cleanly, or data was dropped
   // Raw records the ranks' full rings dropped (INVMW_TRACE_ON_FULL=stop), summed over ranks.
   uint64_t dropped_events = 0;
+  // Calls and requests the preload runtime could not record (thread slots, request table).
+  uint64_t dropped_calls = 0;
+  uint64_t dropped_requests = 0;
   std::vector<std::string> problems;
 };
 

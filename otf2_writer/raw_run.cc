@@ -127,6 +127,8 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     r->end_reason = Get<std::string>(j, "reason", "unknown");
     r->end_ticks = Get<uint64_t>(j, "end_ticks", 0);
     r->dropped_events = Get<uint64_t>(j, "dropped_events", 0);
+    r->dropped_calls = Get<uint64_t>(j, "dropped_calls", 0);
+    r->dropped_requests = Get<uint64_t>(j, "dropped_requests", 0);
     r->flushes = Get<uint64_t>(j, "flushes", 0);
     // The rate measured over the whole run is better than the one at MPI_Init, if usable.
     const double tps = Get<double>(j, "ticks_per_second", 0);
@@ -199,6 +201,14 @@ bool ParseDefs(std::string_view text, const std::string& name, RawRank* r,
   if (r->dropped_events)
     problems->push_back(name + ": rank " + std::to_string(r->rank) + " dropped " +
                         std::to_string(r->dropped_events) + " events (trace is partial)");
+  if (r->dropped_calls)
+    problems->push_back(name + ": rank " + std::to_string(r->rank) + " did not record " +
+                        std::to_string(r->dropped_calls) +
+                        " calls of threads beyond INVMW_WRAP_MAX_THREADS (trace is partial)");
+  if (r->dropped_requests)
+    problems->push_back(name + ": rank " + std::to_string(r->rank) + " did not track " +
+                        std::to_string(r->dropped_requests) +
+                        " requests beyond INVMW_WRAP_MAX_REQUESTS (trace is partial)");
   return true;
 }
 

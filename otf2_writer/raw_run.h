@@ -60,6 +60,8 @@ struct RawRank {
   std::string end_reason;  // empty without an "end" line: the rank did not stop cleanly
   uint64_t end_ticks = 0;
   uint64_t dropped_events = 0;
+  uint64_t dropped_calls = 0;     // calls the runtime could not record (thread slots)
+  uint64_t dropped_requests = 0;  // requests whose completion it could not record
   uint64_t flushes = 0;
   // Some of the rank's raw data could not be used (an unreadable defs line, a cut record, a
   // missing events file): the archive built from it is partial.

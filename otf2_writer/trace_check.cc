@@ -35,8 +35,19 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
   CheckReport r;
   Failures fail(&r, max_listed);
   if (auto it = t.properties.find("INVMW::PARTIAL");
-      it != t.properties.end() && it->second == "true")
-    r.warnings.push_back("the archive is marked partial (a rank crashed or dropped events)");
+      it != t.properties.end() && it->second == "true") {
+    std::string what;
+    for (const auto& [key, label] :
+         {std::pair<const char*, const char*>{"INVMW::DROPPED_EVENTS",
+                                              "events dropped by full rings"},
+          {"INVMW::DROPPED_CALLS", "calls not recorded (INVMW_WRAP_MAX_THREADS)"},
+          {"INVMW::DROPPED_REQUESTS", "requests not tracked (INVMW_WRAP_MAX_REQUESTS)"}})
+      if (auto p = t.properties.find(key); p != t.properties.end() && p->second != "0")
+        what += (what.empty() ? "" : ", ") + p->second + " " + label;
+    r.warnings.push_back(
+        "the archive is marked partial (" +
+        (what.empty() ? std::string("a rank crashed or its data is damaged") : what) + ")");
+  }
   for (const auto& m : t.metric_locations) {
     r.by_type["Metric"] += m.samples.size();
     r.by_rank[m.rank]["Metric"] += m.samples.size();

@@ -132,7 +132,7 @@ void Call::Completed(const RequestSnapshot& before, int i, const MPI_Status* st)
   if (r->persistent)
     DeactivateRequestIf(before[i], r->id);
   else
-    ForgetRequestIf(before[i], r->id);
+    ForgetTracked(*r);
 }
 
 void Call::CompleteOne(const RequestSnapshot& before, int done, const MPI_Status* st) {
@@ -170,7 +170,7 @@ void Call::CompleteSome(const RequestSnapshot& before, int outcount, const int* 
 }
 
 void Call::RequestFree(const RequestSnapshot& before) {
-  if (before.size() == 1 && before.info(0)) ForgetRequestIf(before[0], before.info(0)->id);
+  if (before.size() == 1 && before.info(0)) ForgetTracked(*before.info(0));
   Leave();
 }
 
@@ -185,10 +185,18 @@ int64_t TypeSizeSlow(MPI_Datatype type) {
   return size;
 }
 
+namespace {
+INVMW_TLS ScratchBuffers* tls_scratch = nullptr;
+}  // namespace
+
 ScratchBuffers& Scratch() {
-  static INVMW_TLS ScratchBuffers* s = nullptr;
-  if (!s) s = new ScratchBuffers();
-  return *s;
+  if (!tls_scratch) tls_scratch = new ScratchBuffers();
+  return *tls_scratch;
+}
+
+void FreeScratch() {
+  delete tls_scratch;
+  tls_scratch = nullptr;
 }
 
 void NeighborDegrees(MPI_Comm comm, int* indegree, int* outdegree) {

@@ -149,11 +149,16 @@ class Call {
     Track(req, ReqKind::kOther, 0, MPI_COMM_NULL, kPeerNone, -1, false);
     Leave();
   }
+  // The trace names the communicator by its id, found while the handle is still valid: one
+  // invmw has not seen yet (the parent intercommunicator of a spawned world) is registered here,
+  // not after MPI freed it.
+  void CommFreeBegin(MPI_Comm comm) {
+    if (ts_->trace) free_id_ = LookupComm(comm)->id;
+  }
   void CommFree(MPI_Comm before) {
-    uint32_t id = ts_->trace ? LookupComm(before)->id : 0;
     ForgetComm(before);
     Finish(0, 0);
-    if (ts_->trace) EmitRecord(0, 0, kPeerNone, -1, id, 0, kPeerNone, -1, trace::kCall);
+    if (ts_->trace) EmitRecord(0, 0, kPeerNone, -1, free_id_, 0, kPeerNone, -1, trace::kCall);
   }
   void TypeFreed() {
     g.type_epoch.fetch_add(1, std::memory_order_relaxed);
@@ -209,7 +214,7 @@ class Call {
   uint64_t Track(MPI_Request req, ReqKind kind, uint64_t bytes, MPI_Comm comm, int peer, int tag,
                  bool persistent) {
     uint64_t id = g.next_request_id.fetch_add(1, std::memory_order_relaxed);
-    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id};
+    ReqInfo info{bytes, t0_, comm, peer, tag, uint16_t(f_), kind, persistent, !persistent, id, 0};
     TrackRequest(req, info);
     return id;
   }
@@ -248,6 +253,7 @@ class Call {
   ThreadState* ts_ = nullptr;
   uint64_t t0_ = 0;
   uint64_t t1_ = 0;
+  uint32_t free_id_ = 0xffffffffu;  // CommFreeBegin
 };
 
 }  // namespace invmw::wrap

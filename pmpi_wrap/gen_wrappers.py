@@ -199,7 +199,11 @@ KINDS = {
     'comm_new': dict(roles={'newcomm': (-1, 'out')}, post='c.CommNew(*{newcomm});'),
     'comm_new_req': dict(roles={'newcomm': (-2, 'out'), 'req': (-1, 'out')},
                          post='c.CommNewPending({newcomm}, *{req});'),
-    'comm_free': dict(roles={'comm': (0, 'inout')}, pre='MPI_Comm before = *{comm};',
+    # The intercommunicator to the spawned world; its remote members are in no world rank of
+    # ours (comm_table.cc). Their data: README.md, "spawned worlds".
+    'comm_spawn': dict(roles={'newcomm': (-2, 'out')}, post='c.CommNew(*{newcomm});'),
+    'comm_free': dict(roles={'comm': (0, 'inout')},
+                      pre='MPI_Comm before = *{comm}; c.CommFreeBegin(before);',
                       post='c.CommFree(before);'),
     'type_free': dict(roles={}, post='c.TypeFreed();'),
     'win_new': dict(roles={'win': (-1, 'out')}, post='c.WinNew(*{win});'),
@@ -247,7 +251,7 @@ CLASS_BY_KIND = {
     'completion': ('wait', 'waitall', 'waitany', 'waitsome', 'test', 'testall', 'testany',
                    'testsome', 'request_free', 'cancel'),
     'barrier': ('barrier',),
-    'comm': ('comm_new', 'comm_new_req', 'comm_free', 'type_free'),
+    'comm': ('comm_new', 'comm_new_req', 'comm_spawn', 'comm_free', 'type_free'),
     'rma': ('win_new', 'win_free', 'rma_put', 'rma_get', 'rma_get_accumulate',
             'rma_fetch_and_op', 'rma_compare_and_swap'),
     'io': ('io_read', 'io_write', 'io_read_at', 'io_write_at', 'io_read_begin',
@@ -564,7 +568,12 @@ def gen(args):
         try:
             fvars = {r: f'v_{r}' for r in roles}
             before, after = [], []
-            fparams = [f'void* f{i}' for i in range(nparams)] + ['MPI_Fint* ierr']
+            # CHARACTER arguments (file names, spawn commands and argv) come with a hidden
+            # length each after the last argument; the real function must get them too.
+            nhidden = sum(1 for t, _ in ptypes if re.search(r'\bchar\b', t))
+            hidden = [f'h{k}' for k in range(nhidden)]
+            fparams = ([f'void* f{i}' for i in range(nparams)] + ['MPI_Fint* ierr'] +
+                       [f'size_t {h}' for h in hidden])
             subst = []
             for r, (i, direction) in sorted(roles.items(), key=lambda kv: idx(kv[1][0])):
                 t = norm_type(*ptypes[idx(i)], r)
@@ -604,12 +613,13 @@ def gen(args):
                 else:
                     fcall.append(f'f{i}')
             fcall.append('ierr')
+            fcall.extend(hidden)
             lname = name.lower()
             body = [f'  invmw::wrap::Call c({fid}, true);',
                     f'  static invmw::wrap::FortranSymbol real_fn("p{lname}");',
-                    f'  using Fn = void (*)({", ".join(["void*"] * nparams + ["MPI_Fint*"])});',
+                    f'  using Fn = void (*)({", ".join(["void*"] * nparams + ["MPI_Fint*"] + ["size_t"] * nhidden)});',
                     '  if (!c.on()) {',
-                    f'    reinterpret_cast<Fn>(real_fn.get())({", ".join([f"f{i}" for i in range(nparams)] + ["ierr"])});',
+                    f'    reinterpret_cast<Fn>(real_fn.get())({", ".join([f"f{i}" for i in range(nparams)] + ["ierr"] + hidden)});',
                     '    return;', '  }']
             # The ignore-sentinel substitutions need the count before the call.
             body.extend(before)
@@ -628,7 +638,7 @@ def gen(args):
             fw.extend(body)
             fw.append('}')
             plist = ', '.join(fparams)
-            arglist = ', '.join([f'f{i}' for i in range(nparams)] + ['ierr'])
+            arglist = ', '.join([f'f{i}' for i in range(nparams)] + ['ierr'] + hidden)
             for sym in (lname + '_', lname + '__', lname, name.upper()):
                 fw.append(f'INVMW_EXPORT void {sym}({plist}) {{ {impl}({arglist}); }}')
             # mpi_f08: same argument layout (handles are one-integer derived types passed by

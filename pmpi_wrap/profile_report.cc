@@ -410,11 +410,12 @@ std::string DroppedNote(const json& p) {
   std::string note;
   if (calls)
     note = std::to_string(calls) +
-           " calls from threads beyond INVMW_WRAP_MAX_THREADS (every thread that calls MPI "
-           "takes a slot for the rest of the run: raise the limit)";
+           " calls from threads beyond INVMW_WRAP_MAX_THREADS (more threads called MPI at the "
+           "same time: raise the limit)";
   if (requests)
     note += (note.empty() ? "" : "; ") + std::to_string(requests) +
-            " requests beyond the request table (INVMW_WRAP_MAX_REQUESTS)";
+            " requests whose completion was not recorded (beyond the request table: raise "
+            "INVMW_WRAP_MAX_REQUESTS)";
   return note;
 }
 
@@ -442,6 +443,10 @@ std::string RenderText(const json& p) {
     for (const auto& s : p["raw_problems"])
       if (s.is_string()) os << "    " << s.get<std::string>() << "\n";
   }
+  for (const auto& s : p.value("spawned", json::array()))
+    os << "  spawned:     " << s.value("dir", "") << "/ (MPI_Comm_spawn, " << s.value("ranks", 0)
+       << " ranks: " << s.value("command", "?") << ")"
+       << (s.value("profile", false) ? "" : " [no profile.json yet]") << "\n";
   if (m.contains("clock_sync")) {
     const auto& c = m["clock_sync"];
     bool finalize = false;
@@ -518,6 +523,40 @@ std::string RenderText(const json& p) {
   }
   RenderResources(p, os);
   return os.str();
+}
+
+int AttachSpawned(json* profile, const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, "spawned-", 8) == 0) names.push_back(e->d_name);
+    closedir(d);
+  }
+  if (names.empty()) return 0;
+  std::sort(names.begin(), names.end());
+  json list = json::array();
+  for (const auto& n : names) {
+    const std::string sub = dir + "/" + n;
+    json entry = {{"dir", n},
+                  {"profile", access((sub + "/profile.json").c_str(), F_OK) == 0},
+                  {"trace", access((sub + "/traces.otf2").c_str(), F_OK) == 0}};
+    // meta.json is written by the spawned world's rank 0 at its MPI_Init; a world that has not
+    // got that far (or a damaged file) is still listed, by its directory alone.
+    try {
+      std::ifstream in(sub + "/meta.json");
+      if (in) {
+        json m = json::parse(in);
+        entry["ranks"] = m.value("world_size", 0);
+        entry["command"] = m.value("command", "");
+        entry["start_time"] = m.value("start_time", "");
+      }
+    } catch (const std::exception& e) {
+      entry["problem"] = n + "/meta.json: " + e.what();
+    }
+    list.push_back(std::move(entry));
+  }
+  (*profile)["spawned"] = list;
+  return int(list.size());
 }
 
 int AttachResources(json* profile, const std::string& dir) {
@@ -795,6 +834,7 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
       problems->push_back(more.get<std::string>());
   }
   AttachResources(&p, dir);
+  AttachSpawned(&p, dir);
   return WriteProfile(dir, p, error);
 }
 

@@ -79,6 +79,9 @@ std::string RenderText(const nlohmann::json& profile);
 // summary (sampler off, rank died, node without the shared file system) are left out. Returns
 // the number of ranks attached; an unreadable summary is listed under resources.problems.
 int AttachResources(nlohmann::json* profile, const std::string& dir);
+// Lists the worlds MPI_Comm_spawn started whose data lies in DIR/spawned-*/ (their own profile
+// and trace) as profile["spawned"]; returns how many.
+int AttachSpawned(nlohmann::json* profile, const std::string& dir);
 
 // Writes profile.json and profile.txt into dir, each through a temporary file and rename so a
 // reader never sees half a profile. replace = false (the runtime's write into its new run

@@ -2,6 +2,12 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#if __has_include(<valgrind/helgrind.h>)
+#include <valgrind/helgrind.h>  // the slot handover below, which helgrind cannot follow
+#else
+#define ANNOTATE_HAPPENS_BEFORE(obj) ((void)0)
+#define ANNOTATE_HAPPENS_AFTER(obj) ((void)0)
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -25,6 +31,7 @@
 #include "pmpi_wrap/fortran.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pmpi_wrap/request_table.h"
+#include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_runtime.h"
 #include "sampler/sampler.h"
@@ -54,6 +61,19 @@ void CopyCString(char (&dst)[N], const char* src) {
 std::atomic<ThreadState*>* g_threads = nullptr;  // array of max_threads, set at init
 int g_max_threads = 0;
 std::atomic<int> g_thread_count{0};
+std::atomic<bool>* g_slot_free = nullptr;  // per slot: its thread ended, the next one takes it
+pthread_key_t g_thread_key;                // destructor: OnThreadExit
+bool g_thread_key_ok = false;              // without the key, slots are not reused
+
+// A recording thread ends: its slot, with everything it recorded, goes to the next new thread.
+void OnThreadExit(void* p) {
+  auto* ts = static_cast<ThreadState*>(p);
+  if (ts->trace) TraceThreadEnded(ts);
+  FreeScratch();
+  tls_state = nullptr;
+  ANNOTATE_HAPPENS_BEFORE(ts);
+  g_slot_free[ts->index].store(true, std::memory_order_release);
+}
 
 // ---- abnormal-end support: everything a signal handler needs, prepared at init ---------------
 // This rank's raw file, created at init (exclusively: see common/run_dir.h) and written once,
@@ -300,6 +320,7 @@ void CheckMpiFlavor() {
 void AttachResourcesSafely(nlohmann::json* p) {
   try {
     profile::AttachResources(p, g.output_dir);
+    profile::AttachSpawned(p, g.output_dir);
   } catch (const std::exception& e) {
     Warn(std::string("resource summaries not attached: ") + e.what());
   }
@@ -447,6 +468,19 @@ void SetRecording(bool on) {
 // ---- thread attach -------------------------------------------------------------------------
 ThreadState* AttachThread() {
   if (!g_threads) return nullptr;
+  // A slot whose thread ended first: its counters and trace location go on with this thread.
+  for (int i = 0, n = ThreadCount(); i < n; ++i) {
+    bool was_free = true;
+    if (!g_slot_free[i].load(std::memory_order_relaxed) ||
+        !g_slot_free[i].compare_exchange_strong(was_free, false, std::memory_order_acquire))
+      continue;
+    ThreadState* ts = ThreadAt(i);
+    ANNOTATE_HAPPENS_AFTER(ts);
+    if (ts->trace) TraceThreadReused(ts);
+    tls_state = ts;
+    pthread_setspecific(g_thread_key, ts);  // only set slots are ever freed: the key exists
+    return ts;
+  }
   int idx = g_thread_count.fetch_add(1, std::memory_order_relaxed);
   if (idx >= g_max_threads) {
     g_thread_count.fetch_sub(1, std::memory_order_relaxed);
@@ -464,6 +498,7 @@ ThreadState* AttachThread() {
   if (g.trace_on) TraceAttachThread(ts);
   g_threads[idx].store(ts, std::memory_order_release);
   tls_state = ts;
+  if (g_thread_key_ok) pthread_setspecific(g_thread_key, ts);
   return ts;
 }
 
@@ -683,8 +718,14 @@ void OnInit(uint64_t enter_ticks) {
     Warn("INVMW_WRAP_MAX_THREADS must be 1..4096; using 64");
     max_threads = 64;
   }
+  g_slot_free = new std::atomic<bool>[max_threads]();
+  g_thread_key_ok = pthread_key_create(&g_thread_key, OnThreadExit) == 0;
   g_threads = new std::atomic<ThreadState*>[max_threads]();
   g_max_threads = max_threads;
+  if (const int64_t want = g.cfg.WRAP_MAX_REQUESTS; want < 1024 || want > (1 << 24))
+    Warn("INVMW_WRAP_MAX_REQUESTS must be 1024..16777216; using the nearest");
+  if (!InitRequestTable(g.cfg.WRAP_MAX_REQUESTS))
+    Warn("no memory for the request table; nonblocking requests are not tracked");
   g_dump_cap = sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs);
   g_dump_buf = static_cast<char*>(std::calloc(1, g_dump_cap));
 

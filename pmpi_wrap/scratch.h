@@ -17,6 +17,10 @@ namespace invmw::wrap {
 template <typename T>
 class GrowBuffer {
  public:
+  GrowBuffer() = default;
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  ~GrowBuffer() { std::free(data_); }
   T* Get(size_t n) {
     if (n > cap_) {
       size_t want = n < 64 ? 64 : n;
@@ -55,6 +59,8 @@ class ScratchBuffers {
 };
 
 ScratchBuffers& Scratch();
+// Frees the calling thread's scratch buffers (when the thread ends).
+void FreeScratch();
 
 // The requests of a completion call as they were before the call: handles (the call replaces
 // completed non-persistent ones with MPI_REQUEST_NULL) and what invmw knew of each. The
@@ -71,15 +77,16 @@ class RequestSnapshot {
     // A shared handle (request_table.h) occurring k times before in the array stands for its
     // (k+1)-th live request; a library has one or two such handles.
     MPI_Request shared[4];
-    int seen[4] = {0, 0, 0, 0}, nshared = 0;
+    SharedCursor cursor[4];
+    int nshared = 0;
     for (int i = 0; i < n_; ++i) {
       handles_[i] = reqs[i];
       if (IsSharedRequest(reqs[i])) {
-        int k = 0, nth = 0;
+        int k = 0;
         while (k < nshared && shared[k] != reqs[i]) ++k;
         if (k == nshared && nshared < 4) shared[nshared++] = reqs[i];
-        if (k < 4) nth = seen[k]++;
-        found_[i] = CopySharedRequest(reqs[i], &infos_[i], nth);
+        SharedCursor fresh;
+        found_[i] = NextSharedRequest(reqs[i], &infos_[i], k < 4 ? &cursor[k] : &fresh);
       } else {
         found_[i] = reqs[i] != MPI_REQUEST_NULL && CopyRequest(reqs[i], &infos_[i]);
       }

@@ -48,14 +48,24 @@ struct ThreadState {
   int counter_fd;
   int counter_n;
   uint64_t counters_enter[3];
+  // Entries of shared request handles started on this slot (request_table.cc): a ring of them,
+  // allocated at the first; sequence numbers [shared_tail, shared_head) may be live.
+  std::atomic<void*> shared_ring;
+  std::atomic<uint64_t> shared_head;
+  std::atomic<uint64_t> shared_tail;
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the
 // process already has INVMW_WRAP_MAX_THREADS recording threads (the call then runs unrecorded
 // and is counted as dropped).
+//
+// Slots are reused: when a thread ends (a pthread key destructor), its slot is marked free and
+// the next new thread takes it over, counters, trace ring and event file included, so its calls
+// add to the slot's counters and continue the slot's trace location after the ended thread's.
+// What ended threads recorded therefore stays in the profile and the trace.
 ThreadState* AttachThread();
 
-// Threads attached so far and their states (for summing).
+// Slots used so far and their states (for summing).
 int ThreadCount();
 ThreadState* ThreadAt(int i);
 

@@ -202,6 +202,9 @@ void TraceFinalize() {
             {"end_ticks", TraceTime(clock::Ticks())},
             {"ticks_per_second", g.ticks_per_second},
             {"dropped_events", TotalDroppedEvents()},
+            // Calls and requests the profile counts as not recorded are missing here too.
+            {"dropped_calls", g.dropped_threads.load()},
+            {"dropped_requests", g.dropped_requests.load()},
             {"flushes", TotalFlushes()}});
 }
 
@@ -243,17 +246,37 @@ void TraceAttachThread(ThreadState* ts) {
             {"location", ts->index == 0 ? "main" : "thread " + std::to_string(ts->index)}});
 }
 
+void TraceThreadEnded(ThreadState* ts) {
+  FlushPendingFail(ts);
+  if (ts->counter_fd >= 0) {
+    close(ts->counter_fd);
+    ts->counter_fd = -1;
+  }
+}
+
+void TraceThreadReused(ThreadState* ts) {
+  // The kernel counts a perf group for the thread that opened it: open the new thread's.
+  if (g_call_counters) {
+    ts->counter_fd = OpenCallCounters();
+    if (ts->counter_fd < 0) g.errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void TraceCommDefined(const CommInfo* ci) {
   if (g_defs_fd < 0 || !ci || !ci->world) return;
   nlohmann::json members = nlohmann::json::array(), remote = nlohmann::json::array();
-  for (int i = 0; i < ci->size; ++i) members.push_back(ci->world[i]);
+  // Members of another world (the other side of MPI_Comm_spawn) have no rank of this run's
+  // trace: they are left out, and the archive names the spawned worlds' directories instead.
+  for (int i = 0; i < ci->size; ++i)
+    if (ci->world[i] != kPeerNone) members.push_back(ci->world[i]);
   nlohmann::json line = {{"type", "comm"},
                          {"id", ci->id},
                          {"seq", ci->id},
                          {"inter", ci->inter},
                          {"members", members}};
   if (ci->inter) {
-    for (int i = 0; i < ci->remote_size; ++i) remote.push_back(ci->remote_world[i]);
+    for (int i = 0; i < ci->remote_size; ++i)
+      if (ci->remote_world[i] != kPeerNone) remote.push_back(ci->remote_world[i]);
     line["remote_members"] = remote;
   }
   DefsLine(line);

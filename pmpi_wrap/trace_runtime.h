@@ -28,6 +28,10 @@ nlohmann::json TraceClockSync();
 void TraceSaveFromSignal();
 // A thread's first recorded call: its event file and ring.
 void TraceAttachThread(ThreadState* ts);
+// The slot's thread ended (called in that thread) / a new thread took the slot over: the ring
+// and event file stay (the location goes on), the per-thread counters follow the thread.
+void TraceThreadEnded(ThreadState* ts);
+void TraceThreadReused(ThreadState* ts);
 // A communicator became known.
 void TraceCommDefined(const CommInfo* ci);
 
