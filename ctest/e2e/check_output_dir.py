@@ -99,7 +99,8 @@ def profile_ok(a, out, np_, expect, allow=()):
     with open(path) as f:
         p = json.load(f)
     ns = argparse.Namespace(np=np_, flavor='openmpi', excluded=[], allow=list(allow),
-                            end='finalize', kill_rank=1, expect_end=[])
+                            end='finalize', kill_rank=1, expect_end=[],
+                            expect_dropped=None)
     errors = rac.check_ends(p, ns, incomplete=False)
     errors += rac.compare(p, rac.load_expected(expect, np_), ns)
     check(not errors, f'{path}:\n  ' + '\n  '.join(errors))
