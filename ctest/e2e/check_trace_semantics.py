@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""Receives posted and never completed (c_leaked_irecv.c) keep their place in MPI's matching
-order. Runs the program under `invmw run --trace`, then checks:
+"""Checks of what a trace means, on runs of small programs under `invmw run --trace`.
+
+--case leaked_irecv (c_leaked_irecv.c): receives posted and never completed keep their place
+  in MPI's matching order:
   - the program's own output (every waited receive got the long message) is unchanged;
   - `invmw trace check` passes and warns about each receive that a message matched but that
     never completed (the short messages), naming rank, peer, tag and byte count;
@@ -8,11 +10,19 @@ order. Runs the program under `invmw run --trace`, then checks:
     posted_source/posted_tag/posted_comm attributes, and matching sends to receives in post
     order, completed or not (cancelled receives left out), pairs equal lengths everywhere and
     leaves exactly the short messages on the never-completed receives.
+--case poll (c_poll.c): coalesced polls keep the application's computation:
+  - the trace coalesced rank 0's unsuccessful MPI_Test calls (a visit with
+    invmw:coalesced_calls > 1 exists), so the check below is about coalescing;
+  - `invmw analyze`'s computation equals the rank's analysis window minus the profile's time
+    in MPI inside it (all MPI time but MPI_Init's and MPI_Finalize's), within 1 %;
+  - analysis.json's call count equals the profile's calls (without MPI_Init/MPI_Finalize),
+    coalesced calls included.
 
-usage: check_leaked_irecv.py --invmw INVMW --launcher MPIRUN --workdir DIR -- PROGRAM
+usage: check_trace_semantics.py --case CASE --invmw INVMW --launcher MPIRUN --workdir DIR -- PROGRAM
 """
 import argparse
 import collections
+import json
 import os
 import re
 import shutil
@@ -29,14 +39,8 @@ def fail(msg):
     sys.exit(1)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--invmw', required=True)
-    ap.add_argument('--launcher', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('prog', nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
+def run_traced(a, prog, expect_stdout):
+    """Runs the program on 2 ranks under `invmw run --trace`; returns the run directory."""
     if os.path.isdir(a.workdir):
         shutil.rmtree(a.workdir)
     os.makedirs(a.workdir)
@@ -45,11 +49,14 @@ def main():
                           a.launcher, '--oversubscribe', '-np', '2'] + prog,
                          capture_output=True, text=True, timeout=120)
     print(res.stdout, res.stderr)
-    if res.returncode != 0:
-        fail(f'invmw run exited {res.returncode}')
-    if f'rank 1: {STEPS} long receives' not in res.stdout:
-        fail('the program did not report every waited receive getting the long message')
+    if res.returncode != 0 or expect_stdout not in res.stdout:
+        fail(f'the program did not run as it should (exit {res.returncode}, expected '
+             f'"{expect_stdout}" in its output)')
+    return out
 
+
+def case_leaked_irecv(a, prog):
+    out = run_traced(a, prog, f'rank 1: {STEPS} long receives')
     chk = subprocess.run([a.invmw, 'trace', 'check', out], capture_output=True, text=True,
                          timeout=120)
     print(chk.stdout, chk.stderr)
@@ -113,6 +120,58 @@ def main():
         fail(f'{never} never-completed receives matched a message, expected {STEPS}')
     print(f'OK: {STEPS} leaked receives took the short messages; every completed receive the '
           f'long one; trace check named all {named}')
+
+
+def case_poll(a, prog):
+    out = run_traced(a, prog, 'value 42')
+    an = subprocess.run([a.invmw, 'analyze', '--quiet', out], capture_output=True, text=True,
+                        timeout=120)
+    if an.returncode != 0:
+        fail(f'invmw analyze failed: {an.stderr}')
+    analysis = json.load(open(os.path.join(out, 'analysis.json')))
+    profile = json.load(open(os.path.join(out, 'profile.json')))
+
+    largest = 0
+    with otf2.reader.open(os.path.join(out, 'traces.otf2')) as trace:
+        for loc, ev in trace.events:
+            if type(ev).__name__ == 'Enter':
+                for attr, value in (ev.attributes or {}).items():
+                    if attr.name == 'invmw:coalesced_calls':
+                        largest = max(largest, int(value))
+    if largest < 2:
+        fail('no coalesced visit of unsuccessful tests in the trace: nothing was tested')
+    print(f'largest coalesced visit: {largest} calls')
+
+    for ra in analysis['ranks']:
+        rank = ra['rank']
+        rp = next(r for r in profile['ranks'] if r['rank'] == rank)
+        fin = rp['functions'].get('MPI_Finalize', {}).get('time_s', 0.0)
+        window = ra['end_s'] - ra['start_s']
+        in_mpi = rp['mpi_s'] - rp['mpi_init_s'] - fin
+        expected = window - in_mpi
+        comp = ra['total']['computation']
+        print(f'rank {rank}: window {window:.6f} s, profile MPI in it {in_mpi:.6f} s, '
+              f'computation {comp:.6f} s (expected {expected:.6f} s)')
+        if abs(comp - expected) > 0.01 * window:
+            fail(f'rank {rank}: computation {comp:.6f} s is not the window minus the profile\'s '
+                 f'MPI time ({expected:.6f} s) within 1 %')
+        calls = sum(f['calls'] for name, f in rp['functions'].items()
+                    if name not in ('MPI_Init', 'MPI_Init_thread', 'MPI_Finalize'))
+        if ra['calls'] != calls:
+            fail(f'rank {rank}: analysis.json counts {ra["calls"]} calls, the profile {calls}')
+    print('OK: computation and call counts agree with the profile')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--case', required=True, choices=('leaked_irecv', 'poll'))
+    ap.add_argument('--invmw', required=True)
+    ap.add_argument('--launcher', required=True)
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('prog', nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
+    globals()['case_' + a.case](a, prog)
 
 
 if __name__ == '__main__':
