@@ -450,6 +450,9 @@ def main():
     ap.add_argument('--mismatch', action='store_true',
                     help='the preload is built for the other MPI: warning, no profile')
     ap.add_argument('--helgrind', metavar='SUPP', help='run ranks under helgrind')
+    ap.add_argument('--sanitizer-preload', default='', metavar='PATHS',
+                    help='sanitizer build: runtimes (colon-separated) that must come before the '
+                         'preload library in LD_PRELOAD (invmw run adds them by itself)')
     ap.add_argument('--timeout', type=float, default=60)
     ap.add_argument('prog', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -468,7 +471,9 @@ def main():
     for d in (a.workdir, expect_dir, plain_expect):
         os.makedirs(d)
 
-    rank_env = {'LD_PRELOAD': a.preload, 'INVMW_OUTPUT_DIR': out_dir,
+    # A sanitized libinvmw.so needs its sanitizer runtime as the process's first library.
+    preload = ':'.join([p for p in a.sanitizer_preload.split(':') if p] + [a.preload])
+    rank_env = {'LD_PRELOAD': preload, 'INVMW_OUTPUT_DIR': out_dir,
                 'INVMW_TEST_EXPECT_DIR': expect_dir}
     for kv in a.env:
         k, _, v = kv.partition('=')
