@@ -311,15 +311,26 @@ int Run(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> vars = {{"LD_PRELOAD", preload},
                                                            {"INVMW_OUTPUT_DIR", out}};
   if (*INVMW_SANITIZE_KIND) {
-    // The sanitizers' options reach ranks on other nodes too; without LSAN_OPTIONS (TSAN_OPTIONS)
-    // the MPI libraries' own leaks (races) are suppressed with the build's suppression file.
-    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"})
+    // The sanitizers' options reach ranks on other nodes too. Unset ones get what the MPI
+    // libraries need (README "Sanitizer builds"): the build's suppression file for their own
+    // leaks (races), whole allocation stacks (the frame-pointer unwinder stops in libmpi, before
+    // the frames the suppressions match), and Open MPI's components kept loaded after
+    // MPI_Finalize (a leak in an unloaded one cannot be attributed).
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+                             "OMPI_MCA_mca_base_component_disable_dlclose"})
       if (const char* v = std::getenv(name)) vars.emplace_back(name, v);
-    const std::pair<const char*, const char*> defaults[] = {
-        {"LSAN_OPTIONS", INVMW_SANITIZER_LSAN_SUPP}, {"TSAN_OPTIONS", INVMW_SANITIZER_TSAN_SUPP}};
-    for (const auto& [name, supp] : defaults)
-      if (*supp && !std::getenv(name) && access(supp, R_OK) == 0)
-        vars.emplace_back(name, std::string("suppressions=") + supp);
+    const bool asan = std::string(INVMW_SANITIZE_KIND) == "address";
+    auto fallback = [&](const char* name, const std::string& value) {
+      if (!std::getenv(name)) vars.emplace_back(name, value);
+    };
+    if (*INVMW_SANITIZER_LSAN_SUPP && access(INVMW_SANITIZER_LSAN_SUPP, R_OK) == 0)
+      fallback("LSAN_OPTIONS", std::string("suppressions=") + INVMW_SANITIZER_LSAN_SUPP);
+    if (*INVMW_SANITIZER_TSAN_SUPP && access(INVMW_SANITIZER_TSAN_SUPP, R_OK) == 0)
+      fallback("TSAN_OPTIONS", std::string("suppressions=") + INVMW_SANITIZER_TSAN_SUPP);
+    if (asan) {
+      fallback("ASAN_OPTIONS", "fast_unwind_on_malloc=0");
+      fallback("OMPI_MCA_mca_base_component_disable_dlclose", "1");
+    }
   }
   for (const auto& e : env) {
     size_t eq = e.find('=');

@@ -17,6 +17,11 @@ namespace invmw::wrap {
 template <typename T>
 class GrowBuffer {
  public:
+  GrowBuffer() = default;
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  ~GrowBuffer() { std::free(data_); }
+
   T* Get(size_t n) {
     if (n > cap_) {
       size_t want = n < 64 ? 64 : n;

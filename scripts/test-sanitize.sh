@@ -22,6 +22,9 @@ time cmake --build "$build" -j"$(nproc)" --target invmw_sanitize_tests
 if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# The sanitizer options and suppression files of the build (cmake/InvmwSanitize.cmake), for
+# every test: the MPI tests set them themselves, the unit tests' programs need them as well.
+source "$build/sanitizer-env.sh"
 rc=0
 (cd "$build" && ctest -L '^(unit|sanitize)$' -LE slow --output-on-failure --timeout 600 "$@") ||
   rc=$?
