@@ -30,6 +30,7 @@
 #include "common/config.h"
 #include "common/elf_deps.h"
 #include "common/run_dir.h"
+#include "invmw_sanitize.h"
 #include "otf2_writer/converter.h"
 #include "pmpi_wrap/profile_report.h"
 #include "pvm_wrap/merge.h"
@@ -73,6 +74,43 @@ Launcher DetectLauncher(const std::string& argv0) {
   if (rb.find("hydra") != std::string::npos || rb.find("mpich") != std::string::npos)
     return Launcher::kHydra;
   return Launcher::kOpenMpi;
+}
+
+std::vector<std::string> SplitPreload(const std::string& s) {
+  // ld.so separates LD_PRELOAD entries by colons or spaces.
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t e = s.find_first_of(": ", pos);
+    if (e == std::string::npos) e = s.size();
+    if (e > pos) out.push_back(s.substr(pos, e - pos));
+    pos = e + 1;
+  }
+  return out;
+}
+
+// LD_PRELOAD for the ranks: lib, then what the environment already preloads. In a sanitizer
+// build (-DINVMW_SANITIZE) libinvmw.so needs its sanitizer runtime, and the runtime refuses to
+// start unless it is the first library of the process, so the runtimes recorded at configure
+// time go first (and are dropped from the old list, where they would come too late).
+std::string RanksPreload(const std::string& lib, const char* old) {
+  std::vector<std::string> first = SplitPreload(INVMW_SANITIZER_PRELOAD);
+  std::string preload;
+  for (const auto& r : first) preload += r + ":";
+  preload += lib;
+  auto same = [](const std::string& a, const std::string& b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return a == b || (realpath(a.c_str(), ra) && realpath(b.c_str(), rb) && !strcmp(ra, rb));
+  };
+  if (old && *old) {
+    if (first.empty()) return preload + ":" + old;
+    for (const auto& o : SplitPreload(old)) {
+      bool runtime = false;
+      for (const auto& r : first) runtime |= same(o, r);
+      if (!runtime) preload += ":" + o;
+    }
+  }
+  return preload;
 }
 
 // Which MPI the program of a launcher-less run uses: its dynamic dependencies, read from the
@@ -286,12 +324,33 @@ int Run(int argc, char** argv) {
                   (ec ? ec.message() : std::string(std::strerror(errno))));
   }
 
-  std::string preload = lib;
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += ":" + std::string(old);
+  const std::string preload = RanksPreload(lib, std::getenv("LD_PRELOAD"));
 
   // Variables for the ranks.
   std::vector<std::pair<std::string, std::string>> vars = {{"LD_PRELOAD", preload},
                                                            {"INVMW_OUTPUT_DIR", out}};
+  if (*INVMW_SANITIZE_KIND) {
+    // The sanitizers' options reach ranks on other nodes too. Unset ones get what the MPI
+    // libraries need (README "Sanitizer builds"): the build's suppression file for their own
+    // leaks (races), whole allocation stacks (the frame-pointer unwinder stops in libmpi, before
+    // the frames the suppressions match), and Open MPI's components kept loaded after
+    // MPI_Finalize (a leak in an unloaded one cannot be attributed).
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS",
+                             "OMPI_MCA_mca_base_component_disable_dlclose"})
+      if (const char* v = std::getenv(name)) vars.emplace_back(name, v);
+    const bool asan = std::string(INVMW_SANITIZE_KIND) == "address";
+    auto fallback = [&](const char* name, const std::string& value) {
+      if (!std::getenv(name)) vars.emplace_back(name, value);
+    };
+    if (*INVMW_SANITIZER_LSAN_SUPP && access(INVMW_SANITIZER_LSAN_SUPP, R_OK) == 0)
+      fallback("LSAN_OPTIONS", std::string("suppressions=") + INVMW_SANITIZER_LSAN_SUPP);
+    if (*INVMW_SANITIZER_TSAN_SUPP && access(INVMW_SANITIZER_TSAN_SUPP, R_OK) == 0)
+      fallback("TSAN_OPTIONS", std::string("suppressions=") + INVMW_SANITIZER_TSAN_SUPP);
+    if (asan) {
+      fallback("ASAN_OPTIONS", "fast_unwind_on_malloc=0");
+      fallback("OMPI_MCA_mca_base_component_disable_dlclose", "1");
+    }
+  }
   for (const auto& e : env) {
     size_t eq = e.find('=');
     if (e.substr(0, eq) != "INVMW_OUTPUT_DIR") vars.emplace_back(e.substr(0, eq), e.substr(eq + 1));

@@ -69,7 +69,6 @@ bool g_thread_key_ok = false;              // without the key, slots are not reu
 void OnThreadExit(void* p) {
   auto* ts = static_cast<ThreadState*>(p);
   if (ts->trace) TraceThreadEnded(ts);
-  FreeScratch();
   tls_state = nullptr;
   ANNOTATE_HAPPENS_BEFORE(ts);
   g_slot_free[ts->index].store(true, std::memory_order_release);

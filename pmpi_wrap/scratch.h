@@ -21,6 +21,7 @@ class GrowBuffer {
   GrowBuffer(const GrowBuffer&) = delete;
   GrowBuffer& operator=(const GrowBuffer&) = delete;
   ~GrowBuffer() { std::free(data_); }
+
   T* Get(size_t n) {
     if (n > cap_) {
       size_t want = n < 64 ? 64 : n;
@@ -58,9 +59,8 @@ class ScratchBuffers {
   GrowBuffer<int> findices_;
 };
 
+// The calling thread's buffers, freed when the thread ends (a pthread key destructor).
 ScratchBuffers& Scratch();
-// Frees the calling thread's scratch buffers (when the thread ends).
-void FreeScratch();
 
 // The requests of a completion call as they were before the call: handles (the call replaces
 // completed non-persistent ones with MPI_REQUEST_NULL) and what invmw knew of each. The

@@ -14,6 +14,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libtomlplusplus-dev nlohmann-json3-dev
   gnuplot-nox iproute2
+  valgrind                            # helgrind thread tests (e2e.c.threads.helgrind*)
   pvm pvm-dev libtirpc-dev               # libpvm3.a needs its XDR routines (test pvm.static)
 )
 

@@ -594,6 +594,9 @@ def main():
     ap.add_argument('--expect-spawned', action='append', default=[], metavar='NAME=NP',
                     help='the program spawns a world of NP ranks whose last argument is NAME; '
                          'its ranks write their expectations to EXPECT/spawned-NAME/')
+    ap.add_argument('--sanitizer-preload', default='', metavar='PATHS',
+                    help='sanitizer build: runtimes (colon-separated) that must come before the '
+                         'preload library in LD_PRELOAD (invmw run adds them by itself)')
     ap.add_argument('--timeout', type=float, default=60)
     ap.add_argument('prog', nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -612,7 +615,9 @@ def main():
     for d in (a.workdir, expect_dir, plain_expect):
         os.makedirs(d)
 
-    rank_env = {'LD_PRELOAD': a.preload, 'INVMW_OUTPUT_DIR': out_dir,
+    # A sanitized libinvmw.so needs its sanitizer runtime as the process's first library.
+    preload = ':'.join([p for p in a.sanitizer_preload.split(':') if p] + [a.preload])
+    rank_env = {'LD_PRELOAD': preload, 'INVMW_OUTPUT_DIR': out_dir,
                 'INVMW_TEST_EXPECT_DIR': expect_dir}
     for kv in a.env:
         k, _, v = kv.partition('=')

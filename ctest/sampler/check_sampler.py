@@ -114,7 +114,9 @@ def check_mpi(a):
 def check_nonmpi(a):
     out = os.path.join(a.work, "nonmpi")
     shutil.rmtree(out, ignore_errors=True)
-    env = dict(os.environ, LD_PRELOAD=a.lib, INVMW_RUNTIME_NONMPI="1", INVMW_OUTPUT_DIR=out,
+    # A sanitized library needs its sanitizer runtime as the process's first library.
+    preload = ":".join([x for x in a.sanitizer_preload.split(":") if x] + [a.lib])
+    env = dict(os.environ, LD_PRELOAD=preload, INVMW_RUNTIME_NONMPI="1", INVMW_OUTPUT_DIR=out,
                INVMW_SAMPLER_INTERVAL="5ms")
     r = run([a.nonmpi, "0.4", "5"], env=env)
     check(r.returncode == 5, "exit status kept: %d" % r.returncode)
@@ -217,6 +219,8 @@ def main():
     p.add_argument("--nonmpi", required=True)
     p.add_argument("--otf2-print", default="otf2-print")
     p.add_argument("--work", required=True)
+    p.add_argument("--sanitizer-preload", default="",
+                   help="sanitizer build: runtimes to put before --lib in LD_PRELOAD")
     p.add_argument("--mode", choices=["mpi", "nonmpi", "counters"], required=True)
     a = p.parse_args()
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
