@@ -335,23 +335,23 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
     const double wall_after_init = std::max(0.0, h.wall_s - h.mpi_init_s);
     mpi_after_init_sum += mpi_after_init;
     wall_after_init_sum += wall_after_init;
-    jranks.push_back(
-        {{"rank", h.rank},
-         {"host", h.host},
-         {"pid", h.pid},
-         {"wall_s", h.wall_s},
-         {"mpi_s", mpi_s},
-         {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
-         {"mpi_init_s", h.mpi_init_s},
-         {"mpi_share_without_init", wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0},
-         {"incomplete", rank_incomplete},
-         {"end", EndReasonName(h.end_reason)},
-         {"end_signal", h.end_signal},
-         {"threads", h.num_threads},
-         {"dropped_thread_calls", h.dropped_threads},
-         {"dropped_requests", h.dropped_requests},
-         {"errors", h.errors},
-         {"functions", fns}});
+    const double share_wo_init = wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0;
+    jranks.push_back({{"rank", h.rank},
+                      {"host", h.host},
+                      {"pid", h.pid},
+                      {"wall_s", h.wall_s},
+                      {"mpi_s", mpi_s},
+                      {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
+                      {"mpi_init_s", h.mpi_init_s},
+                      {"mpi_share_without_init", share_wo_init},
+                      {"incomplete", rank_incomplete},
+                      {"end", EndReasonName(h.end_reason)},
+                      {"end_signal", h.end_signal},
+                      {"threads", h.num_threads},
+                      {"dropped_thread_calls", h.dropped_threads},
+                      {"dropped_requests", h.dropped_requests},
+                      {"errors", h.errors},
+                      {"functions", fns}});
   }
   json missing = json::array();
   for (int i = 0; i < world; ++i)
