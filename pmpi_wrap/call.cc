@@ -39,7 +39,8 @@ void Call::Start(int n, const MPI_Request* reqs) {
     r->func = uint16_t(f_);
     if (r->kind == ReqKind::kSend) {
       sent += r->bytes;
-      Bin(ts_->stats[f_], r->bytes, 0, kSends);  // each message by its own size
+      // Each message by its own size (one to MPI_PROC_NULL sends nothing).
+      Bin(ts_->stats[f_], r->bytes, 0, r->peer == kPeerProcNull ? 0 : kSends);
     }
   }
   Finish(sent, 0, kNoBin);

@@ -3,13 +3,22 @@
  *   both ranks: 5 MPI_Sendrecv of 8 B each way, 3 MPI_Allreduce of one double (8 B);
  *   rank 0 sends 1 zero-byte, 3 x 1000 B (MPI_Send) and 2 x 400000 B (MPI_Send);
  *   rank 1 receives the first four with MPI_Recv and the two large ones with MPI_Irecv posted
- *   before the sends can arrive, completed by one MPI_Waitall.
+ *   before the sends can arrive, completed by one MPI_Waitall;
+ *   then rank 0 starts a persistent 2000 B send twice, rank 1 the matching persistent receive.
  * Prints "msg sizes ok" when every received size was what was sent. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { kSendrecv = 5, kAllreduce = 3, kSmall = 1000, kSmalls = 3, kLarge = 400000, kLarges = 2 };
+enum {
+  kSendrecv = 5,
+  kAllreduce = 3,
+  kSmall = 1000,
+  kSmalls = 3,
+  kLarge = 400000,
+  kLarges = 2,
+  kPersistent = 2000
+};
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -64,6 +73,23 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kLarges; ++i)
       MPI_Send(large + (size_t)i * kLarge, kLarge, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
   }
+  /* Persistent: 2 starts of a 2000 B send (rank 0) and of the matching receive (rank 1). */
+  MPI_Request preq;
+  if (rank == 0)
+    MPI_Send_init(large, kPersistent, MPI_BYTE, 1, 4, MPI_COMM_WORLD, &preq);
+  else
+    MPI_Recv_init(large, kPersistent, MPI_BYTE, 0, 4, MPI_COMM_WORLD, &preq);
+  for (int i = 0; i < 2; ++i) {
+    MPI_Status st;
+    int n = -1;
+    MPI_Start(&preq);
+    MPI_Wait(&preq, &st);
+    if (rank == 1) {
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      bad += n != kPersistent;
+    }
+  }
+  MPI_Request_free(&preq);
   free(large);
   int all_bad = 0;
   MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -31,6 +31,9 @@ WANT = {
         'MPI_Send': {'histogram': {'0': 1, SMALL: 3, LARGE: 2},
                      'histogram_sent': {'0': 1, SMALL: 3, LARGE: 2}, 'histogram_recv': {}},
         'MPI_Barrier': {'histogram': {'0': 1}, 'histogram_sent': {}, 'histogram_recv': {}},
+        'MPI_Send_init': {'histogram': {'0': 1}, 'histogram_sent': {}, 'histogram_recv': {}},
+        'MPI_Start': {'histogram': {'1024-2047': 2}, 'histogram_sent': {'1024-2047': 2},
+                      'histogram_recv': {}},
     },
     1: {
         'MPI_Sendrecv': {'histogram': {'8-15': 5}, 'histogram_sent': {'8-15': 5},
@@ -43,6 +46,10 @@ WANT = {
         'MPI_Recv': {'histogram': {'0': 1, SMALL: 3}, 'histogram_sent': {},
                      'histogram_recv': {'0': 1, SMALL: 3}},
         'MPI_Waitall': {'histogram': {'0': 1}, 'histogram_sent': {}, 'histogram_recv': {}},
+        'MPI_Recv_init': {'histogram': {'0': 1}, 'histogram_sent': {}, 'histogram_recv': {}},
+        # A persistent receive is binned at its completion under the call that started it.
+        'MPI_Start': {'histogram': {'1024-2047': 2}, 'histogram_sent': {},
+                      'histogram_recv': {'1024-2047': 2}},
     },
 }
 
@@ -93,7 +100,7 @@ def main():
                 check(bins(got.get(key, [])) == want,
                       f'rank {rank} {fn}.{key}: {bins(got.get(key, []))}, expected {want}')
     # Totals over ranks are the sums of the ranks' bins.
-    for fn in ('MPI_Sendrecv', 'MPI_Allreduce', 'MPI_Irecv', 'MPI_Send', 'MPI_Recv'):
+    for fn in ('MPI_Sendrecv', 'MPI_Allreduce', 'MPI_Irecv', 'MPI_Send', 'MPI_Recv', 'MPI_Start'):
         for key in ('histogram', 'histogram_sent', 'histogram_recv'):
             want = {}
             for rank in WANT:
