@@ -16,10 +16,11 @@
 namespace invmw::raw {
 
 constexpr uint32_t kMagic = 0x4d564e49;  // "INVM"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;         // 2: FuncRecord::hist_sent, hist_recv
 
 // Message-size histogram: bin 0 holds zero-byte calls, bin b >= 1 holds calls moving
-// [2^(b-1), 2^b) bytes; the last bin is open-ended.
+// [2^(b-1), 2^b) bytes; the last bin is open-ended. A call is binned by the size of the
+// message it moves, never by bytes sent plus received (README.md, "Message-size histograms").
 constexpr int kHistBins = 40;
 
 inline int HistBin(uint64_t bytes) {
@@ -76,8 +77,12 @@ struct FuncRecord {
   uint64_t ticks;  // total inclusive time in ticks
   uint64_t bytes_sent;
   uint64_t bytes_recv;
-  uint64_t max_ticks;  // longest single call
-  uint64_t hist[kHistBins];
+  uint64_t max_ticks;        // longest single call
+  uint64_t hist[kHistBins];  // per call: the larger of its sent and received message
+  // Per direction: calls (and completed nonblocking receives) with a send side, binned by the
+  // bytes sent; with a receive side, by the bytes received.
+  uint64_t hist_sent[kHistBins];
+  uint64_t hist_recv[kHistBins];
 };
 
 }  // namespace invmw::raw

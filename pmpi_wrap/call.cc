@@ -39,9 +39,13 @@ void Call::Start(int n, const MPI_Request* reqs) {
     // Persistent transfers are charged to MPI_Start/MPI_Startall: sends when started,
     // receives when completed.
     r->func = uint16_t(f_);
-    if (r->kind == ReqKind::kSend) sent += r->bytes;
+    if (r->kind == ReqKind::kSend) {
+      sent += r->bytes;
+      // Each message by its own size (one to MPI_PROC_NULL sends nothing).
+      Bin(ts_->stats[f_], r->bytes, 0, r->peer == kPeerProcNull ? 0 : kSends);
+    }
   }
-  Finish(sent, 0);
+  Finish(sent, 0, kNoBin);
   if (ts_->trace) EmitRecord(sent, 0, kPeerNone, -1, 0, 0, kPeerNone, -1, trace::kCall);
 }
 
@@ -104,7 +108,12 @@ void Call::Completed(const RequestSnapshot& before, int i, const MPI_Status* st)
   uint64_t got = 0;
   if (r->kind == ReqKind::kRecv && st) {
     PMPI_Test_cancelled(st, &cancelled);
-    if (!cancelled) ts_->stats[r->func].bytes_recv += got = StatusBytes(st);
+    if (!cancelled) {
+      FuncStats& s = ts_->stats[r->func];
+      s.bytes_recv += got = StatusBytes(st);
+      // Binned here, under the function that posted (or started) it: its size is known now.
+      Bin(s, 0, got, Received(st));
+    }
   }
   if (ts_->trace) {
     FlushPendingFail(ts_);

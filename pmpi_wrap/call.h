@@ -55,19 +55,19 @@ class Call {
   template <typename N>
   void Send(N count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     uint64_t b = dest == MPI_PROC_NULL ? 0 : TypeBytes(count, type);
-    Finish(b, 0);
+    Finish(b, 0, dest == MPI_PROC_NULL ? 0 : kSends);
     if (ts_->trace) Emit(b, 0, PeerOf(comm, dest), tag, comm);
   }
   void Recv(const MPI_Status* st, MPI_Comm comm) {
     uint64_t b = StatusBytes(st);
-    Finish(0, b);
+    Finish(0, b, Received(st));
     if (ts_->trace) Emit(0, b, SourceOf(comm, st), st->MPI_TAG, comm);
   }
   template <typename N>
   void Sendrecv(N scount, MPI_Datatype stype, int dest, int stag, const MPI_Status* st,
                 MPI_Comm comm) {
     uint64_t b = dest == MPI_PROC_NULL ? 0 : TypeBytes(scount, stype), r = StatusBytes(st);
-    Finish(b, r);
+    Finish(b, r, (dest == MPI_PROC_NULL ? 0 : kSends) | Received(st));
     if (ts_->trace) Emit(b, r, PeerOf(comm, dest), stag, comm, 0, SourceOf(comm, st), st->MPI_TAG);
   }
   void Probe(int flag, const MPI_Status* st, MPI_Comm comm) {
@@ -85,7 +85,7 @@ class Call {
   }
   void Mrecv(MPI_Message msg, const MPI_Status* st) {
     uint64_t b = StatusBytes(st);
-    Finish(0, b);
+    Finish(0, b, Received(st));
     if (ts_->trace) {
       MPI_Comm comm = MessageComm(msg);
       Emit(0, b, comm == MPI_COMM_NULL ? kPeerNone : SourceOf(comm, st), st->MPI_TAG, comm);
@@ -97,7 +97,8 @@ class Call {
              bool persistent) {
     uint64_t bytes = dest == MPI_PROC_NULL ? 0 : TypeBytes(count, type);
     uint64_t id = Track(req, ReqKind::kSend, bytes, comm, PeerOf(comm, dest), tag, persistent);
-    Finish(persistent ? 0 : bytes, 0);
+    // A persistent send moves its message when started (MPI_Start binds it).
+    Finish(persistent ? 0 : bytes, 0, persistent || dest == MPI_PROC_NULL ? 0 : kSends);
     if (ts_->trace) Emit(persistent ? 0 : bytes, 0, PeerOf(comm, dest), tag, comm, id);
   }
   template <typename N>
@@ -105,14 +106,15 @@ class Call {
              bool persistent) {
     int peer = source == MPI_ANY_SOURCE ? kPeerNone : PeerOf(comm, source);
     uint64_t id = Track(req, ReqKind::kRecv, TypeBytes(count, type), comm, peer, tag, persistent);
-    Finish(0, 0);
+    // The size of a receive is known at its completion, where it is binned (Completed).
+    Finish(0, 0, persistent ? 0 : kNoBin);
     if (ts_->trace) Emit(0, 0, peer, tag, comm, id);
   }
   template <typename N>
   void Imrecv(N count, MPI_Datatype type, MPI_Message msg, MPI_Request req) {
     MPI_Comm comm = MessageComm(msg);
     uint64_t id = Track(req, ReqKind::kRecv, TypeBytes(count, type), comm, kPeerNone, -1, false);
-    Finish(0, 0);
+    Finish(0, 0, kNoBin);
     if (ts_->trace) Emit(0, 0, kPeerNone, -1, comm, id);
   }
   void Start(int n, const MPI_Request* reqs);
@@ -236,7 +238,21 @@ class Call {
   void RememberMessage(MPI_Message msg, MPI_Comm comm);
   MPI_Comm MessageComm(MPI_Message msg);
 
-  void Finish(uint64_t sent, uint64_t recv) {
+  // How Finish bins a call: kAuto (collectives, RMA, I/O) counts a direction when it moved
+  // bytes; point-to-point calls say which sides they have, so a zero-byte message is binned
+  // too; kNoBin for calls whose messages are binned elsewhere (receives at their completion,
+  // persistent starts per request).
+  static constexpr unsigned kSends = 1, kRecvs = 2, kAuto = 4, kNoBin = 8;
+  static unsigned Received(const MPI_Status* st) {
+    return st && st->MPI_SOURCE != MPI_PROC_NULL ? kRecvs : 0;
+  }
+  static void Bin(FuncStats& s, uint64_t sent, uint64_t recv, unsigned dirs) {
+    s.hist[raw::HistBin(sent > recv ? sent : recv)]++;
+    if (dirs & kSends) s.hist_sent[raw::HistBin(sent)]++;
+    if (dirs & kRecvs) s.hist_recv[raw::HistBin(recv)]++;
+  }
+
+  void Finish(uint64_t sent, uint64_t recv, unsigned dirs = kAuto) {
     uint64_t dt = clock::Ticks() - t0_;
     FuncStats& s = ts_->stats[f_];
     s.calls++;
@@ -244,7 +260,8 @@ class Call {
     if (dt > s.max_ticks) s.max_ticks = dt;
     s.bytes_sent += sent;
     s.bytes_recv += recv;
-    s.hist[raw::HistBin(sent + recv)]++;
+    if (dirs & kAuto) dirs |= (sent ? kSends : 0) | (recv ? kRecvs : 0);
+    if (!(dirs & kNoBin)) Bin(s, sent, recv, dirs);
     t1_ = t0_ + dt;
   }
 

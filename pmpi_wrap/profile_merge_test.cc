@@ -236,6 +236,39 @@ TEST_F(Merge, CounterSumsSaturateAndAreFlagged) {
   EXPECT_NE(Text().find("saturated"), std::string::npos);
 }
 
+// Direction histograms are merged per rank and summed over ranks; profile.txt shows sent and
+// received sizes apart, and a record without them (the PVM runtime's) by its per-call histogram.
+TEST_F(Merge, DirectionHistogramsAndTheirText) {
+  WriteRanks(2);
+  ASSERT_TRUE(Merged());
+  EXPECT_NE(Text().find("MPI_Send                 all :  [8-15 B] 10"), std::string::npos)
+      << Text();
+  raw::RankHeader h = Header(0, 1);
+  h.num_funcs = 1;
+  raw::FuncRecord f{};
+  std::strcpy(f.name, "MPI_Irecv");
+  f.calls = 3;
+  f.bytes_recv = 3 * 400000;
+  f.hist[raw::HistBin(400000)] = 3;
+  f.hist_recv[raw::HistBin(400000)] = 3;
+  fs::remove_all(dir_ + "/raw");
+  fs::create_directories(dir_ + "/raw");
+  {
+    std::ofstream out(dir_ + "/raw/rank-000000.bin", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out.write(reinterpret_cast<const char*>(&f), sizeof f);
+  }
+  ASSERT_TRUE(Merged());
+  const json irecv = Profile()["functions"]["MPI_Irecv"];
+  ASSERT_EQ(irecv["histogram_recv"].size(), 1u);
+  EXPECT_EQ(irecv["histogram_recv"][0]["bin"], "262144-524287");
+  EXPECT_EQ(irecv["histogram_recv"][0]["count"], 3u);
+  EXPECT_TRUE(irecv["histogram_sent"].empty());
+  EXPECT_NE(Text().find("MPI_Irecv                recv:  [262144-524287 B] 3"), std::string::npos)
+      << Text();
+  EXPECT_EQ(Text().find("MPI_Irecv                all"), std::string::npos);
+}
+
 // Beyond RLIMIT_FSIZE the profile is an error, not SIGXFSZ ending `invmw run` (before: the
 // test binary died of the signal).
 TEST_F(Merge, FileSizeLimitIsAnErrorNotASignal) {

@@ -270,8 +270,11 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
   json jranks = json::array();
   std::map<std::string, json> fn_totals;
   std::map<std::string, Across> fn_time;
+  // Per function: the histograms summed over ranks, `histogram`, `histogram_sent`,
+  // `histogram_recv` one after the other (3 x kHistBins).
   std::map<std::string, std::vector<uint64_t>> fn_hist;
   Across wall, mpi_time;
+  double mpi_after_init_sum = 0, wall_after_init_sum = 0;
   bool any_incomplete = incomplete;
   std::set<std::string> saturated;  // "MPI_Send.calls": sums over ranks that hit 2^64-1
 
@@ -284,16 +287,19 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                            ? h.ticks_per_second
                            : std::numeric_limits<double>::quiet_NaN();
     json fns = json::object();
-    double mpi_s = 0;
+    double mpi_s = 0, init_s = 0;
     for (const auto& f : r->funcs) {
       double t = double(f.ticks) / tps;
       mpi_s += t;
+      if (!std::strcmp(f.name, "MPI_Init") || !std::strcmp(f.name, "MPI_Init_thread")) init_s += t;
       fns[f.name] = {{"calls", f.calls},
                      {"time_s", t},
                      {"max_call_s", double(f.max_ticks) / tps},
                      {"bytes_sent", f.bytes_sent},
                      {"bytes_recv", f.bytes_recv},
-                     {"histogram", Histogram(f.hist)}};
+                     {"histogram", Histogram(f.hist)},
+                     {"histogram_sent", Histogram(f.hist_sent)},
+                     {"histogram_recv", Histogram(f.hist_recv)}};
       json& tot = fn_totals[f.name];
       if (tot.is_null())
         tot = {{"calls", 0}, {"time_s", 0.0}, {"bytes_sent", 0}, {"bytes_recv", 0}};
@@ -309,15 +315,27 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
       tot["time_s"] = tot["time_s"].get<double>() + t;
       fn_time[f.name].Add(t, h.rank);
       auto& hv = fn_hist[f.name];
-      hv.resize(raw::kHistBins);
-      bool sat = false;
-      for (int b = 0; b < raw::kHistBins; ++b) SatAdd(&hv[b], f.hist[b], &sat);
-      if (sat) saturated.insert(std::string(f.name) + ".histogram");
+      hv.resize(3 * raw::kHistBins);
+      bool sat[3] = {false, false, false};
+      for (int b = 0; b < raw::kHistBins; ++b) {
+        SatAdd(&hv[b], f.hist[b], &sat[0]);
+        SatAdd(&hv[raw::kHistBins + b], f.hist_sent[b], &sat[1]);
+        SatAdd(&hv[2 * raw::kHistBins + b], f.hist_recv[b], &sat[2]);
+      }
+      if (sat[0]) saturated.insert(std::string(f.name) + ".histogram");
+      if (sat[1]) saturated.insert(std::string(f.name) + ".histogram_sent");
+      if (sat[2]) saturated.insert(std::string(f.name) + ".histogram_recv");
     }
     bool rank_incomplete = (h.flags & raw::kFlagIncomplete) != 0;
     any_incomplete |= rank_incomplete;
     wall.Add(h.wall_s, h.rank);
     mpi_time.Add(mpi_s, h.rank);
+    // Start-up left out: MPI_Init's own time from the MPI time, its span from the wall time.
+    const double mpi_after_init = std::max(0.0, mpi_s - init_s);
+    const double wall_after_init = std::max(0.0, h.wall_s - h.mpi_init_s);
+    mpi_after_init_sum += mpi_after_init;
+    wall_after_init_sum += wall_after_init;
+    const double share_wo_init = wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0;
     jranks.push_back({{"rank", h.rank},
                       {"host", h.host},
                       {"pid", h.pid},
@@ -325,6 +343,7 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                       {"mpi_s", mpi_s},
                       {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
                       {"mpi_init_s", h.mpi_init_s},
+                      {"mpi_share_without_init", share_wo_init},
                       {"incomplete", rank_incomplete},
                       {"end", EndReasonName(h.end_reason)},
                       {"end_signal", h.end_signal},
@@ -344,6 +363,8 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
   for (auto& [name, tot] : fn_totals) {
     tot["time_across_ranks_s"] = fn_time[name].ToJson(n);
     tot["histogram"] = Histogram(fn_hist[name].data());
+    tot["histogram_sent"] = Histogram(fn_hist[name].data() + raw::kHistBins);
+    tot["histogram_recv"] = Histogram(fn_hist[name].data() + 2 * raw::kHistBins);
     functions[name] = tot;
   }
   for (const auto& what : saturated) {
@@ -371,7 +392,9 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
            {"ranks_reported", n},
            {"wall_s", wall.ToJson(n)},
            {"mpi_s", mpi_time.ToJson(n)},
-           {"mpi_share", wall_max > 0 && n ? (mpi_time.sum / n) / (wall.sum / n) : 0.0}}},
+           {"mpi_share", wall_max > 0 && n ? (mpi_time.sum / n) / (wall.sum / n) : 0.0},
+           {"mpi_share_without_init",
+            wall_after_init_sum > 0 ? mpi_after_init_sum / wall_after_init_sum : 0.0}}},
          {"functions", functions},
          {"ranks", jranks}};
   if (!saturated.empty()) p["counters_saturated"] = true;
@@ -458,8 +481,14 @@ std::string RenderText(const json& p) {
   const auto& s = p["summary"];
   os << "  wall time:   " << Fmt("%.6f", s["wall_s"]["max"].get<double>())
      << " s (max over ranks)\n";
-  os << "  MPI share:   " << Fmt("%.1f", 100 * s["mpi_share"].get<double>())
-     << " % of wall time\n\n";
+  // Without start-up first: MPI_Init's time says little about the application's own use of MPI.
+  os << "  MPI share:   ";
+  if (s.contains("mpi_share_without_init"))
+    os << Fmt("%.1f", 100 * s["mpi_share_without_init"].get<double>())
+       << " % of wall time after MPI_Init (" << Fmt("%.1f", 100 * s["mpi_share"].get<double>())
+       << " % with MPI_Init)\n\n";
+  else
+    os << Fmt("%.1f", 100 * s["mpi_share"].get<double>()) << " % of wall time\n\n";
 
   // Functions sorted by total time.
   std::vector<std::pair<double, std::string>> order;
@@ -472,8 +501,13 @@ std::string RenderText(const json& p) {
                 "bytes_sent", "bytes_recv");
   os << "Per function, all ranks (min/mean/max of the per-rank time; imbalance = max/mean)\n"
      << line;
+  uint64_t finalize_calls = 0;
   for (const auto& [t, name] : order) {
     const auto& f = p["functions"][name];
+    if (name == "MPI_Finalize") {  // see the footnote below
+      finalize_calls = f["calls"].get<uint64_t>();
+      continue;
+    }
     const auto& a = f["time_across_ranks_s"];
     std::snprintf(line, sizeof line, "%-24s %10llu %12.6f %12.6f %12.6f %12.6f %9.2f %13s %13s\n",
                   name.c_str(), (unsigned long long)f["calls"].get<uint64_t>(), t,
@@ -482,6 +516,10 @@ std::string RenderText(const json& p) {
                   Bytes(f["bytes_recv"].get<uint64_t>()).c_str());
     os << line;
   }
+  if (finalize_calls)
+    os << "  (MPI_Finalize, " << finalize_calls
+       << " calls, is not in this table: the profile is taken at its entry, while MPI still "
+          "works to gather it, so the MPI library's shut-down cannot be timed)\n";
 
   os << "\nPer rank\n";
   std::snprintf(line, sizeof line, "%6s %-20s %12s %12s %8s  %s\n", "rank", "host", "wall_s",
@@ -510,16 +548,29 @@ std::string RenderText(const json& p) {
     }
   }
 
-  os << "\nMessage sizes (calls per size bin, all ranks)\n";
+  os << "\nMessage sizes (messages per size bin, all ranks; sent and received apart, a "
+        "nonblocking receive under the call that posted it)\n";
   for (const auto& [t, name] : order) {
-    const auto& h = p["functions"][name]["histogram"];
+    const auto& f = p["functions"][name];
     bool moves = false;
-    for (const auto& b : h) moves |= b["min_bytes"].get<uint64_t>() > 0;
+    for (const char* key : {"histogram", "histogram_sent", "histogram_recv"})
+      for (const auto& b : f.value(key, json::array())) moves |= b["min_bytes"].get<uint64_t>() > 0;
     if (!moves) continue;
-    os << "  " << name << ":";
-    for (const auto& b : h)
-      os << "  [" << b["bin"].get<std::string>() << " B] " << b["count"].get<uint64_t>();
-    os << "\n";
+    // Dumps without direction histograms (the PVM runtime) keep the per-call one.
+    const bool by_dir = !f.value("histogram_sent", json::array()).empty() ||
+                        !f.value("histogram_recv", json::array()).empty();
+    for (const auto& [key, dir] : {std::pair<const char*, const char*>{"histogram_sent", "sent"},
+                                   {"histogram_recv", "recv"},
+                                   {"histogram", "all"}}) {
+      if (by_dir == (std::strcmp(key, "histogram") == 0)) continue;
+      const json h = f.value(key, json::array());
+      if (h.empty()) continue;
+      std::snprintf(line, sizeof line, "  %-24s %-4s:", name.c_str(), dir);
+      os << line;
+      for (const auto& b : h)
+        os << "  [" << b["bin"].get<std::string>() << " B] " << b["count"].get<uint64_t>();
+      os << "\n";
+    }
   }
   RenderResources(p, os);
   return os.str();

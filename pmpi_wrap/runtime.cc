@@ -556,7 +556,11 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
       r.bytes_sent += s.bytes_sent;
       r.bytes_recv += s.bytes_recv;
       if (s.max_ticks > r.max_ticks) r.max_ticks = s.max_ticks;
-      for (int b = 0; b < raw::kHistBins; ++b) r.hist[b] += s.hist[b];
+      for (int b = 0; b < raw::kHistBins; ++b) {
+        r.hist[b] += s.hist[b];
+        r.hist_sent[b] += s.hist_sent[b];
+        r.hist_recv[b] += s.hist_recv[b];
+      }
     }
     if (r.calls == 0) continue;
     CopyCString(r.name, kFuncNames[f]);

@@ -27,6 +27,8 @@ struct FuncStats {
   uint64_t bytes_recv;
   uint64_t max_ticks;
   uint64_t hist[raw::kHistBins];
+  uint64_t hist_sent[raw::kHistBins];
+  uint64_t hist_recv[raw::kHistBins];
 };
 
 struct ThreadState {
