@@ -1,9 +1,12 @@
 #include "otf2_writer/perfetto_export.h"
 
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <vector>
 
 #include "otf2_writer/output_files.h"
 
@@ -39,6 +42,66 @@ double EnclosingStart(const TraceLocation& l, size_t idx) {
   return l.events[idx].time;
 }
 
+std::string CommName(const Trace& t, uint32_t comm) {
+  auto it = t.comms.find(comm);
+  return it != t.comms.end() && !it->second.name.empty() ? it->second.name
+                                                         : "comm " + std::to_string(comm);
+}
+
+// What one MPI record adds to the slice it happened in; null for records without details.
+nlohmann::json RecordArgs(const Trace& t, const TraceEvent& e) {
+  nlohmann::json a;
+  switch (e.type) {
+    case TraceEvent::kMpiSend:
+    case TraceEvent::kMpiIsend:
+    case TraceEvent::kMpiRecv:
+    case TraceEvent::kMpiIrecv:
+      a["bytes"] = e.bytes;
+      a["peer"] = e.peer;  // world rank
+      a["tag"] = e.tag;
+      a["communicator"] = CommName(t, e.comm);
+      break;
+    case TraceEvent::kMpiCollectiveEnd:
+    case TraceEvent::kNonBlockingCollectiveComplete:
+      a["bytes"] = e.bytes;
+      a["bytes_received"] = e.bytes_recv;
+      if (e.peer >= 0) a["root"] = e.peer;
+      a["communicator"] = CommName(t, e.comm);
+      break;
+    case TraceEvent::kMpiIsendComplete:
+    case TraceEvent::kMpiIrecvRequest:
+    case TraceEvent::kMpiRequestTest:
+    case TraceEvent::kMpiRequestCancelled:
+    case TraceEvent::kNonBlockingCollectiveRequest:
+      break;
+    default:
+      return nullptr;
+  }
+  a["record"] = EventTypeName(e.type);
+  if (e.type != TraceEvent::kMpiSend && e.type != TraceEvent::kMpiRecv &&
+      e.type != TraceEvent::kMpiCollectiveEnd)
+    a["request"] = e.request;
+  return a;
+}
+
+// A slice's args: the merged-call count of a coalesced visit, and the details of the MPI
+// records directly inside it (not those of nested regions): one record's fields at the top
+// level, several as "records" with their "bytes" summed.
+std::string SliceArgs(const TraceEvent& enter, const std::vector<nlohmann::json>& records) {
+  nlohmann::json a = nlohmann::json::object();
+  if (records.size() == 1) {
+    a = records.front();
+  } else if (records.size() > 1) {
+    uint64_t bytes = 0;
+    for (const auto& r : records)
+      if (r.contains("bytes")) bytes += r["bytes"].get<uint64_t>();
+    a["bytes"] = bytes;
+    a["records"] = records;
+  }
+  if (enter.calls > 1) a["calls"] = enter.calls;
+  return a.empty() ? std::string() : a.dump();
+}
+
 }  // namespace
 
 PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
@@ -71,33 +134,90 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
   }
   std::vector<std::string> names;
   for (const auto& r : t.regions) names.push_back(Quote(r.name));
+  struct Open {
+    const TraceEvent* enter;
+    std::vector<nlohmann::json> records;
+  };
   for (size_t li = 0; li < t.locations.size(); ++li) {
     const auto& l = t.locations[li];
-    std::vector<const TraceEvent*> open;
+    std::vector<Open> open;
     const double end = l.events.empty() ? 0 : l.events.back().time;
-    auto slice = [&](const TraceEvent& e, double stop) {
+    auto slice = [&](const Open& v, double stop) {
+      const TraceEvent& e = *v.enter;
       o.Begin();
       static const std::string unknown = "\"?\"";
       const std::string& name = e.region < names.size() ? names[e.region] : unknown;
       std::fprintf(o.f,
                    "{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-                   "\"dur\":%.3f}",
+                   "\"dur\":%.3f",
                    name.c_str(), l.rank, tid_of[li], e.time * 1e6, (stop - e.time) * 1e6);
+      const std::string args = SliceArgs(e, v.records);
+      if (!args.empty()) {
+        std::fprintf(o.f, ",\"args\":%s", args.c_str());
+        ++st.slices_with_args;
+      }
+      std::fputc('}', o.f);
       ++st.slices;
     };
     for (const auto& e : l.events) {
-      if (e.type == TraceEvent::kEnter)
-        open.push_back(&e);
-      else if (e.type == TraceEvent::kLeave && !open.empty()) {
-        slice(*open.back(), e.time);
-        open.pop_back();
+      if (e.type == TraceEvent::kEnter) {
+        open.push_back({&e, {}});
+      } else if (e.type == TraceEvent::kLeave) {
+        if (!open.empty()) {
+          slice(open.back(), e.time);
+          open.pop_back();
+        }
+      } else if (!open.empty()) {
+        nlohmann::json a = RecordArgs(t, e);
+        if (!a.is_null()) open.back().records.push_back(std::move(a));
       }
     }
     while (!open.empty()) {  // left open by a crash: closed at the location's last event
-      slice(*open.back(), end);
+      slice(open.back(), end);
       open.pop_back();
     }
   }
+  // Metrics as counter tracks of the rank's process, one per metric (member): the sampler's
+  // (metric locations) and the per-call counters of thread locations. A track's name is the
+  // metric's, with its unit; the location's name goes first when the rank has several
+  // locations with metrics, so their tracks stay apart. Values are as recorded (accumulated
+  // metrics are running totals). JSON has no NaN or infinity: such values are left out.
+  std::map<int32_t, int> metric_locs_of_rank;
+  for (const auto& m : t.metric_locations)
+    if (!m.samples.empty()) ++metric_locs_of_rank[m.rank];
+  for (const auto& l : t.locations)
+    if (!l.metrics.empty()) ++metric_locs_of_rank[l.rank];
+  auto counters = [&](int32_t rank, const std::string& loc_name,
+                      const std::vector<TraceMetricSample>& samples) {
+    const std::string prefix = metric_locs_of_rank[rank] > 1 ? loc_name + ": " : "";
+    std::map<uint32_t, std::vector<std::string>> track_names;  // class -> member track names
+    for (const auto& s : samples) {
+      auto& tracks = track_names[s.metric_class];
+      if (tracks.empty()) {
+        auto c = t.metric_classes.find(s.metric_class);
+        for (size_t k = 0; k < s.values.size(); ++k) {
+          std::string name = "metric " + std::to_string(k);
+          if (c != t.metric_classes.end() && k < c->second.size() &&
+              c->second[k] < t.metric_members.size()) {
+            const auto& m = t.metric_members[c->second[k]];
+            name = m.name + (m.unit.empty() ? "" : " (" + m.unit + ")");
+          }
+          tracks.push_back(Quote(prefix + name));
+        }
+      }
+      for (size_t k = 0; k < s.values.size() && k < tracks.size(); ++k) {
+        if (!std::isfinite(s.values[k])) continue;
+        o.Begin();
+        std::fprintf(o.f,
+                     "{\"ph\":\"C\",\"cat\":\"metric\",\"name\":%s,\"pid\":%d,\"ts\":%.3f,"
+                     "\"args\":{\"value\":%.17g}}",
+                     tracks[k].c_str(), rank, s.time * 1e6, s.values[k]);
+        ++st.counters;
+      }
+    }
+  };
+  for (const auto& m : t.metric_locations) counters(m.rank, m.name, m.samples);
+  for (const auto& l : t.locations) counters(l.rank, l.name, l.metrics);
   uint64_t id = 0;
   for (const auto& m : t.messages) {
     ++id;
