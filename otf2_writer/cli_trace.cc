@@ -108,8 +108,9 @@ int ExportVerb(int argc, char** argv) {
     RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
     Trace t = ReadTrace(anchor);
     PerfettoStats st = ExportPerfetto(t, out);
-    std::printf("%s: %llu slices, %llu message arrows\n", out.c_str(),
-                (unsigned long long)st.slices, (unsigned long long)st.flows);
+    std::printf("%s: %llu slices (%llu with args), %llu message arrows, %llu counter values\n",
+                out.c_str(), (unsigned long long)st.slices, (unsigned long long)st.slices_with_args,
+                (unsigned long long)st.flows, (unsigned long long)st.counters);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }

@@ -86,7 +86,8 @@ nlohmann::json RecordArgs(const Trace& t, const TraceEvent& e) {
 
 // A slice's args: the merged-call count of a coalesced visit, and the details of the MPI
 // records directly inside it (not those of nested regions): one record's fields at the top
-// level, several as "records" with their "bytes" summed.
+// level, several as "records" with their "bytes" summed. Always an object, "{}" when there is
+// nothing to say: some readers (Chrome DevTools) require args on every event.
 std::string SliceArgs(const TraceEvent& enter, const std::vector<nlohmann::json>& records) {
   nlohmann::json a = nlohmann::json::object();
   if (records.size() == 1) {
@@ -99,7 +100,7 @@ std::string SliceArgs(const TraceEvent& enter, const std::vector<nlohmann::json>
     a["records"] = records;
   }
   if (enter.calls > 1) a["calls"] = enter.calls;
-  return a.empty() ? std::string() : a.dump();
+  return a.dump();
 }
 
 }  // namespace
@@ -115,21 +116,23 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
   std::map<size_t, int> tid_of;  // location index -> tid within its rank
   for (const auto& [rank, locs] : t.locations_of_rank) {
     o.Begin();
-    std::fprintf(
-        o.f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":%s}}",
-        rank, Quote("rank " + std::to_string(rank)).c_str());
+    std::fprintf(o.f,
+                 "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"process_name\",\"pid\":%d,"
+                 "\"tid\":0,\"args\":{\"name\":%s}}",
+                 rank, Quote("rank " + std::to_string(rank)).c_str());
     o.Begin();
     std::fprintf(o.f,
-                 "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{"
+                 "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"process_sort_index\",\"pid\":%d,"
+                 "\"tid\":0,\"args\":{"
                  "\"sort_index\":%d}}",
                  rank, rank);
     for (size_t k = 0; k < locs.size(); ++k) {
       tid_of[locs[k]] = int(k);
       o.Begin();
-      std::fprintf(
-          o.f,
-          "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%zu,\"args\":{\"name\":%s}}",
-          rank, k, Quote(t.locations[locs[k]].name).c_str());
+      std::fprintf(o.f,
+                   "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"thread_name\",\"pid\":%d,"
+                   "\"tid\":%zu,\"args\":{\"name\":%s}}",
+                   rank, k, Quote(t.locations[locs[k]].name).c_str());
     }
   }
   std::vector<std::string> names;
@@ -152,11 +155,8 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                    "\"dur\":%.3f",
                    name.c_str(), l.rank, tid_of[li], e.time * 1e6, (stop - e.time) * 1e6);
       const std::string args = SliceArgs(e, v.records);
-      if (!args.empty()) {
-        std::fprintf(o.f, ",\"args\":%s", args.c_str());
-        ++st.slices_with_args;
-      }
-      std::fputc('}', o.f);
+      std::fprintf(o.f, ",\"args\":%s}", args.c_str());
+      if (args != "{}") ++st.slices_with_args;
       ++st.slices;
     };
     for (const auto& e : l.events) {
@@ -225,18 +225,23 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
     const auto& rl = t.locations[m.recv_loc];
     const std::string name =
         Quote("message tag " + std::to_string(m.tag) + ", " + std::to_string(m.bytes) + " B");
+    const std::string args =
+        nlohmann::json{{"bytes", m.bytes}, {"received_bytes", m.recv_bytes},
+                       {"source", m.src},  {"destination", m.dst},
+                       {"tag", m.tag},     {"communicator", CommName(t, m.comm)}}
+            .dump();
     o.Begin();
     std::fprintf(o.f,
                  "{\"ph\":\"s\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-                 "\"ts\":%.3f,\"bp\":\"e\"}",
+                 "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
                  name.c_str(), (unsigned long long)id, sl.rank, tid_of[m.send_loc],
-                 EnclosingStart(sl, m.send_event) * 1e6);
+                 EnclosingStart(sl, m.send_event) * 1e6, args.c_str());
     o.Begin();
     std::fprintf(o.f,
                  "{\"ph\":\"f\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-                 "\"ts\":%.3f,\"bp\":\"e\"}",
+                 "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
                  name.c_str(), (unsigned long long)id, rl.rank, tid_of[m.recv_loc],
-                 EnclosingStart(rl, m.recv_event) * 1e6);
+                 EnclosingStart(rl, m.recv_event) * 1e6, args.c_str());
     ++st.flows;
   }
   std::fputs("\n]}\n", o.f);
