@@ -333,6 +333,40 @@ TEST_F(ConvertedRun, PerfettoSlicesCarryArgsAndMetricsAreCounters) {
   EXPECT_EQ(st.counters, 3u);
 }
 
+// The sampler's files of a run, through converter and reader, become counter tracks at their
+// corrected times.
+TEST_F(ConvertedRun, PerfettoCountersFromSamplerFiles) {
+  SyntheticOptions o;
+  o.samples = 3;
+  Make(o, "perfetto-samples");
+  EXPECT_TRUE(result_.problems.empty()) << result_.problems.front();
+  const std::string out = dir_ + "/samples.json";
+  PerfettoStats st = ExportPerfetto(ReadTrace(Archive()), out);
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  using Point = std::tuple<int, std::string, double, double>;  // rank, track, ts (us), value
+  std::vector<Point> got, want;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "C")
+      got.emplace_back(e.at("pid"), e.at("name"), e.at("ts"), e.at("args").at("value"));
+  for (const auto& x : expected_.samples) {
+    const double us = double(x.true_ticks) / o.ticks_per_second * 1e6;
+    want.emplace_back(x.rank, "proc.cpu.user (s)", us, x.cpu_user);
+    want.emplace_back(x.rank, "proc.rss (bytes)", us, x.rss);
+  }
+  ASSERT_EQ(want.size(), 18u);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(st.counters, want.size());
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(std::get<0>(got[i]), std::get<0>(want[i]));
+    EXPECT_EQ(std::get<1>(got[i]), std::get<1>(want[i]));
+    EXPECT_NEAR(std::get<2>(got[i]), std::get<2>(want[i]), 0.01);  // corrected to a few ticks
+    EXPECT_DOUBLE_EQ(std::get<3>(got[i]), std::get<3>(want[i]));
+  }
+}
+
 // Rank 1 cancels one receive per iteration: MpiRequestCancelled stands in for its MpiIrecv,
 // so started == completed + cancelled and there is nothing to warn about; without the
 // cancellation record the same counts do warrant the warning.
