@@ -94,7 +94,8 @@ int ExportVerb(int argc, char** argv) {
       "invmw trace export --format perfetto [-o FILE] DIR",
       "Writes the OTF2 trace of DIR (or the archive DIR/traces.otf2 named directly) as Chrome /\n"
       "Perfetto trace-event JSON: one process per rank, one thread per location, MPI calls as\n"
-      "slices, point-to-point messages as flow arrows. Open it at https://ui.perfetto.dev.");
+      "slices (args: bytes, peer, tag, communicator, coalesced calls), point-to-point messages\n"
+      "as flow arrows, metrics as counter tracks. Open it at https://ui.perfetto.dev.");
   args.Option("--format", "FORMAT", &format, "output format; only \"perfetto\" is supported")
       .Option("-o", "FILE", &out,
               "output file (default DIR/traces.perfetto.json; not a file of the archive)")
