@@ -48,59 +48,81 @@ std::string CommName(const Trace& t, uint32_t comm) {
                                                          : "comm " + std::to_string(comm);
 }
 
-// What one MPI record adds to the slice it happened in; null for records without details.
-nlohmann::json RecordArgs(const Trace& t, const TraceEvent& e) {
-  nlohmann::json a;
+// Communicator names as JSON strings, quoted once each (an export may hold millions of records).
+class CommNames {
+ public:
+  explicit CommNames(const Trace& t) : t_(t) {}
+  const std::string& operator()(uint32_t comm) {
+    auto it = quoted_.find(comm);
+    if (it == quoted_.end()) it = quoted_.emplace(comm, Quote(CommName(t_, comm))).first;
+    return it->second;
+  }
+
+ private:
+  const Trace& t_;
+  std::map<uint32_t, std::string> quoted_;
+};
+
+// What one MPI record adds to the slice it happened in, as the members of a JSON object
+// (without braces); false for records without details. Written by hand, not with nlohmann
+// objects: the export of a large trace spent most of its time building them.
+bool RecordArgs(const TraceEvent& e, CommNames& comms, std::string* out) {
+  char b[160];
   switch (e.type) {
     case TraceEvent::kMpiSend:
     case TraceEvent::kMpiIsend:
     case TraceEvent::kMpiRecv:
     case TraceEvent::kMpiIrecv:
-      a["bytes"] = e.bytes;
-      a["peer"] = e.peer;  // world rank
-      a["tag"] = e.tag;
-      a["communicator"] = CommName(t, e.comm);
+      std::snprintf(b, sizeof b, "\"bytes\":%llu,\"peer\":%d,\"tag\":%u,\"communicator\":",
+                    (unsigned long long)e.bytes, int(e.peer), unsigned(e.tag));  // peer: world rank
+      *out = b + comms(e.comm);
       break;
     case TraceEvent::kMpiCollectiveEnd:
     case TraceEvent::kNonBlockingCollectiveComplete:
-      a["bytes"] = e.bytes;
-      a["bytes_received"] = e.bytes_recv;
-      if (e.peer >= 0) a["root"] = e.peer;
-      a["communicator"] = CommName(t, e.comm);
+      std::snprintf(b, sizeof b, "\"bytes\":%llu,\"bytes_received\":%llu,",
+                    (unsigned long long)e.bytes, (unsigned long long)e.bytes_recv);
+      *out = b;
+      if (e.peer >= 0) *out += "\"root\":" + std::to_string(e.peer) + ",";
+      *out += "\"communicator\":" + comms(e.comm);
       break;
     case TraceEvent::kMpiIsendComplete:
     case TraceEvent::kMpiIrecvRequest:
     case TraceEvent::kMpiRequestTest:
     case TraceEvent::kMpiRequestCancelled:
     case TraceEvent::kNonBlockingCollectiveRequest:
+      out->clear();
       break;
     default:
-      return nullptr;
+      return false;
   }
-  a["record"] = EventTypeName(e.type);
+  *out += std::string(out->empty() ? "" : ",") + "\"record\":\"" + EventTypeName(e.type) + "\"";
   if (e.type != TraceEvent::kMpiSend && e.type != TraceEvent::kMpiRecv &&
       e.type != TraceEvent::kMpiCollectiveEnd)
-    a["request"] = e.request;
-  return a;
+    *out += ",\"request\":" + std::to_string(e.request);
+  return true;
 }
 
-// A slice's args: the merged-call count of a coalesced visit, and the details of the MPI
-// records directly inside it (not those of nested regions): one record's fields at the top
-// level, several as "records" with their "bytes" summed. Always an object, "{}" when there is
-// nothing to say: some readers (Chrome DevTools) require args on every event.
-std::string SliceArgs(const TraceEvent& enter, const std::vector<nlohmann::json>& records) {
-  nlohmann::json a = nlohmann::json::object();
-  if (records.size() == 1) {
-    a = records.front();
-  } else if (records.size() > 1) {
-    uint64_t bytes = 0;
-    for (const auto& r : records)
-      if (r.contains("bytes")) bytes += r["bytes"].get<uint64_t>();
-    a["bytes"] = bytes;
-    a["records"] = records;
+// The MPI records directly inside one open region visit (not those of nested regions).
+struct Records {
+  std::vector<std::string> members;  // RecordArgs of each
+  uint64_t bytes = 0;                // sum of their "bytes"
+};
+
+// A slice's args: the merged-call count of a coalesced visit and its records: one record's
+// fields at the top level, several as "records" with their "bytes" summed. Always an object,
+// "{}" when there is nothing to say: some readers (Chrome DevTools) require args on every event.
+std::string SliceArgs(const TraceEvent& enter, const Records& r) {
+  std::string a = "{";
+  if (r.members.size() == 1) {
+    a += r.members.front();
+  } else if (r.members.size() > 1) {
+    a += "\"bytes\":" + std::to_string(r.bytes) + ",\"records\":[";
+    for (size_t i = 0; i < r.members.size(); ++i) a += (i ? ",{" : "{") + r.members[i] + "}";
+    a += "]";
   }
-  if (enter.calls > 1) a["calls"] = enter.calls;
-  return a.dump();
+  if (enter.calls > 1)
+    a += (a.size() > 1 ? ",\"calls\":" : "\"calls\":") + std::to_string(enter.calls);
+  return a + "}";
 }
 
 }  // namespace
@@ -139,8 +161,10 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
   for (const auto& r : t.regions) names.push_back(Quote(r.name));
   struct Open {
     const TraceEvent* enter;
-    std::vector<nlohmann::json> records;
+    Records records;
   };
+  CommNames comms(t);
+  std::string members;
   for (size_t li = 0; li < t.locations.size(); ++li) {
     const auto& l = t.locations[li];
     std::vector<Open> open;
@@ -167,9 +191,13 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
           slice(open.back(), e.time);
           open.pop_back();
         }
-      } else if (!open.empty()) {
-        nlohmann::json a = RecordArgs(t, e);
-        if (!a.is_null()) open.back().records.push_back(std::move(a));
+      } else if (!open.empty() && RecordArgs(e, comms, &members)) {
+        Records& r = open.back().records;
+        r.members.push_back(members);
+        if (e.type != TraceEvent::kMpiIsendComplete && e.type != TraceEvent::kMpiIrecvRequest &&
+            e.type != TraceEvent::kMpiRequestTest && e.type != TraceEvent::kMpiRequestCancelled &&
+            e.type != TraceEvent::kNonBlockingCollectiveRequest)
+          r.bytes += e.bytes;
       }
     }
     while (!open.empty()) {  // left open by a crash: closed at the location's last event
@@ -225,11 +253,13 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
     const auto& rl = t.locations[m.recv_loc];
     const std::string name =
         Quote("message tag " + std::to_string(m.tag) + ", " + std::to_string(m.bytes) + " B");
-    const std::string args =
-        nlohmann::json{{"bytes", m.bytes}, {"received_bytes", m.recv_bytes},
-                       {"source", m.src},  {"destination", m.dst},
-                       {"tag", m.tag},     {"communicator", CommName(t, m.comm)}}
-            .dump();
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "{\"bytes\":%llu,\"received_bytes\":%llu,\"source\":%d,\"destination\":%d,"
+                  "\"tag\":%u,\"communicator\":",
+                  (unsigned long long)m.bytes, (unsigned long long)m.recv_bytes, int(m.src),
+                  int(m.dst), unsigned(m.tag));
+    const std::string args = b + comms(m.comm) + "}";
     o.Begin();
     std::fprintf(o.f,
                  "{\"ph\":\"s\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
