@@ -94,7 +94,8 @@ int ExportVerb(int argc, char** argv) {
       "invmw trace export --format perfetto [-o FILE] DIR",
       "Writes the OTF2 trace of DIR (or the archive DIR/traces.otf2 named directly) as Chrome /\n"
       "Perfetto trace-event JSON: one process per rank, one thread per location, MPI calls as\n"
-      "slices, point-to-point messages as flow arrows. Open it at https://ui.perfetto.dev.");
+      "slices (args: bytes, peer, tag, communicator, coalesced calls), point-to-point messages\n"
+      "as flow arrows, metrics as counter tracks. Open it at https://ui.perfetto.dev.");
   args.Option("--format", "FORMAT", &format, "output format; only \"perfetto\" is supported")
       .Option("-o", "FILE", &out,
               "output file (default DIR/traces.perfetto.json; not a file of the archive)")
@@ -108,8 +109,9 @@ int ExportVerb(int argc, char** argv) {
     RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
     Trace t = ReadTrace(anchor);
     PerfettoStats st = ExportPerfetto(t, out);
-    std::printf("%s: %llu slices, %llu message arrows\n", out.c_str(),
-                (unsigned long long)st.slices, (unsigned long long)st.flows);
+    std::printf("%s: %llu slices (%llu with args), %llu message arrows, %llu counter values\n",
+                out.c_str(), (unsigned long long)st.slices, (unsigned long long)st.slices_with_args,
+                (unsigned long long)st.flows, (unsigned long long)st.counters);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }

@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -250,6 +252,153 @@ TEST_F(ConvertedRun, PerfettoExportIsValidJsonWithSlicesAndFlows) {
   for (const auto& [id, n] : ids)
     EXPECT_EQ(n, 2) << "flow " << id << " needs one start and one end";
   EXPECT_EQ(procs, 3u);
+}
+
+// The export shows what the trace holds: each slice's MPI records (bytes, peer, tag,
+// communicator) and coalesced-call counts as args, the metrics as counter tracks.
+TEST_F(ConvertedRun, PerfettoSlicesCarryArgsAndMetricsAreCounters) {
+  SyntheticOptions o;
+  o.iterations = 2;
+  Make(o, "perfetto-args");
+  Trace t = ReadTrace(Archive());
+  // The synthetic run has no sampler files: a sampler's metric location, as the reader gives
+  // it, with a value JSON cannot hold.
+  t.metric_members = {{"proc.cpu.user", "s", true}, {"proc.rss", "B", false}};
+  t.metric_classes[7] = {0, 1};
+  TraceMetricLocation ml;
+  ml.name = "rank 1 sampler";
+  ml.rank = 1;
+  ml.samples.push_back({0, 1e-4, 7, {0.5, 1000}});
+  ml.samples.push_back({0, 2.5e-4, 7, {std::nan(""), 2048}});
+  t.metric_locations.push_back(ml);
+
+  const std::string out = dir_ + "/args.json";
+  PerfettoStats st = ExportPerfetto(t, out);
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  using Rec = std::tuple<int, int, uint32_t, uint64_t>;  // rank, peer, tag, bytes
+  std::multiset<Rec> sends, recvs;
+  std::map<std::string, std::vector<std::pair<double, double>>> counters;
+  uint64_t coalesced = 0, coalesced_calls = 0, with_args = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    ASSERT_TRUE(e.contains("name") && e.contains("pid")) << e.dump();
+    if (ph == "C") {
+      ASSERT_TRUE(e.at("ts").is_number()) << e.dump();
+      ASSERT_TRUE(e.at("args").at("value").is_number()) << e.dump();
+      EXPECT_EQ(e.at("pid"), 1);
+      counters[e.at("name")].push_back({e.at("ts"), e.at("args").at("value")});
+    }
+    if (ph != "X") continue;
+    const auto& a = e.at("args");  // on every slice, as Chrome DevTools requires
+    ASSERT_TRUE(a.is_object()) << e.dump();
+    if (a.empty()) continue;
+    ++with_args;
+    if (a.contains("calls")) ++coalesced, coalesced_calls += a.at("calls").get<uint64_t>();
+    std::vector<nlohmann::json> recs;
+    if (a.contains("records"))
+      for (const auto& r : a.at("records")) recs.push_back(r);
+    else if (a.contains("record"))
+      recs.push_back(a);
+    for (const auto& r : recs) {
+      const std::string type = r.at("record");
+      if (type == "MpiSend" || type == "MpiIsend" || type == "MpiRecv" || type == "MpiIrecv") {
+        EXPECT_EQ(r.at("communicator"), "MPI_COMM_WORLD") << e.dump();
+        Rec x{e.at("pid"), r.at("peer"), r.at("tag"), r.at("bytes")};
+        (type == "MpiSend" || type == "MpiIsend" ? sends : recvs).insert(x);
+      }
+    }
+  }
+  std::multiset<Rec> want_sends, want_recvs;
+  for (const auto& m : expected_.messages) {
+    want_sends.insert({m.src, m.dst, m.tag, m.bytes});
+    want_recvs.insert({m.dst, m.src, m.tag, m.bytes});
+  }
+  EXPECT_EQ(sends, want_sends);
+  EXPECT_EQ(recvs, want_recvs);
+  EXPECT_EQ(st.slices_with_args, with_args);
+  // Coalesced polls (the failed Tests on rank 2) as the reader saw them.
+  uint64_t want_coalesced = 0, want_calls = 0;
+  for (const auto& l : t.locations)
+    for (const auto& e : l.events)
+      if (e.type == TraceEvent::kEnter && e.calls > 1) ++want_coalesced, want_calls += e.calls;
+  EXPECT_GT(want_coalesced, 0u);
+  EXPECT_EQ(coalesced, want_coalesced);
+  EXPECT_EQ(coalesced_calls, want_calls);
+  // One counter track per metric, in microseconds; the NaN left out.
+  using Points = std::vector<std::pair<double, double>>;
+  EXPECT_EQ(counters.size(), 2u);
+  EXPECT_EQ(counters["proc.cpu.user (s)"], (Points{{100.0, 0.5}}));
+  EXPECT_EQ(counters["proc.rss (B)"], (Points{{100.0, 1000}, {250.0, 2048}}));
+  EXPECT_EQ(st.counters, 3u);
+}
+
+// The sampler's files of a run, through converter and reader, become counter tracks at their
+// corrected times.
+TEST_F(ConvertedRun, PerfettoCountersFromSamplerFiles) {
+  SyntheticOptions o;
+  o.samples = 3;
+  Make(o, "perfetto-samples");
+  EXPECT_TRUE(result_.problems.empty()) << result_.problems.front();
+  const std::string out = dir_ + "/samples.json";
+  PerfettoStats st = ExportPerfetto(ReadTrace(Archive()), out);
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  using Point = std::tuple<int, std::string, double, double>;  // rank, track, ts (us), value
+  std::vector<Point> got, want;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "C")
+      got.emplace_back(e.at("pid"), e.at("name"), e.at("ts"), e.at("args").at("value"));
+  for (const auto& x : expected_.samples) {
+    const double us = double(x.true_ticks) / o.ticks_per_second * 1e6;
+    want.emplace_back(x.rank, "proc.cpu.user (s)", us, x.cpu_user);
+    want.emplace_back(x.rank, "proc.rss (bytes)", us, x.rss);
+  }
+  ASSERT_EQ(want.size(), 18u);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(st.counters, want.size());
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(std::get<0>(got[i]), std::get<0>(want[i]));
+    EXPECT_EQ(std::get<1>(got[i]), std::get<1>(want[i]));
+    EXPECT_NEAR(std::get<2>(got[i]), std::get<2>(want[i]), 0.01);  // corrected to a few ticks
+    EXPECT_DOUBLE_EQ(std::get<3>(got[i]), std::get<3>(want[i]));
+  }
+}
+
+// Rank 1 cancels one receive per iteration: MpiRequestCancelled stands in for its MpiIrecv,
+// so started == completed + cancelled and there is nothing to warn about; without the
+// cancellation record the same counts do warrant the warning.
+TEST_F(ConvertedRun, CancelledReceivesAreNoMissingCompletions) {
+  SyntheticOptions o;
+  o.iterations = 2;
+  Make(o, "cancelled");
+  Trace t = ReadTrace(Archive());
+  auto irecv_warnings = [](const CheckReport& r) {
+    std::vector<std::string> w;
+    for (const auto& s : r.warnings)
+      if (s.find("MpiIrecvRequest but") != std::string::npos) w.push_back(s);
+    return w;
+  };
+  CheckReport r = CheckTrace(t);
+  EXPECT_EQ(r.by_rank[1]["MpiRequestCancelled"], 2u);
+  EXPECT_EQ(r.by_rank[1]["MpiIrecvRequest"], 2u);
+  EXPECT_TRUE(irecv_warnings(r).empty()) << irecv_warnings(r).front();
+
+  bool removed = false;  // one cancellation fewer: one receive left open
+  for (auto& l : t.locations)
+    for (auto& e : l.events)
+      if (!removed && l.rank == 1 && e.type == TraceEvent::kMpiRequestCancelled) {
+        e.type = TraceEvent::kOther;
+        removed = true;
+      }
+  ASSERT_TRUE(removed);
+  r = CheckTrace(t);
+  ASSERT_EQ(irecv_warnings(r).size(), 1u);
+  EXPECT_NE(irecv_warnings(r)[0].find("rank 1: 2 MpiIrecvRequest but 0 MpiIrecv and 1 cancelled"),
+            std::string::npos)
+      << irecv_warnings(r)[0];
 }
 
 TEST_F(ConvertedRun, CheckFailsOnAnUnmatchedSend) {

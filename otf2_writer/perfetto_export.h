@@ -5,7 +5,10 @@
 // thread per location (tid = location index within the rank, named after the location), every
 // region visit a complete ("X") slice, every matched message a flow arrow from the slice that
 // sent it to the slice that received it ("s"/"f" with the same id, both bound to their
-// enclosing slice with "bp":"e"). Timestamps are microseconds from the trace start.
+// enclosing slice with "bp":"e"). Timestamps are microseconds from the trace start. A slice's
+// "args" hold what the trace says about the call: bytes, peer (world rank), tag and
+// communicator of its MPI records, and "calls" for a visit that stands for several coalesced
+// calls; metrics (the sampler's and per-call counters) are counter tracks ("C") of the rank.
 //
 // Contract: writes the whole file or throws std::runtime_error naming the output path; the file
 // is written under a temporary name and renamed onto out_path once complete, so a failure
@@ -22,6 +25,8 @@ namespace invmw::otf2 {
 struct PerfettoStats {
   uint64_t slices = 0;
   uint64_t flows = 0;  // arrows (each is one "s" and one "f" event)
+  uint64_t slices_with_args = 0;
+  uint64_t counters = 0;  // "C" events (one per metric value)
 };
 
 PerfettoStats ExportPerfetto(const Trace& trace, const std::string& out_path);

@@ -93,6 +93,22 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
   }
   // A nonblocking start without its completion record: legitimate for a request freed with
   // MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
+  // A cancelled request has an MpiRequestCancelled instead of its completion; which kind of
+  // start it cancelled is told by its request id (invmw's ids are unique per rank, a persistent
+  // request keeps its kind), looked up among the starts of all locations of the rank.
+  std::map<int32_t, std::map<std::string, uint64_t>> cancelled;  // rank -> start type -> n
+  for (const auto& [rank, locs] : t.locations_of_rank) {
+    std::map<uint64_t, const char*> kind_of;
+    for (size_t li : locs)
+      for (const auto& e : t.locations[li].events)
+        if (e.type == TraceEvent::kMpiIsend || e.type == TraceEvent::kMpiIrecvRequest ||
+            e.type == TraceEvent::kNonBlockingCollectiveRequest)
+          kind_of[e.request] = EventTypeName(e.type);
+    for (size_t li : locs)
+      for (const auto& e : t.locations[li].events)
+        if (e.type == TraceEvent::kMpiRequestCancelled)
+          if (auto k = kind_of.find(e.request); k != kind_of.end()) ++cancelled[rank][k->second];
+  }
   for (const auto& [rank, c] : r.by_rank) {
     auto n = [&](const char* type) {
       auto it = c.find(type);
@@ -102,10 +118,12 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
          {std::pair{"MpiIsend", "MpiIsendComplete"}, std::pair{"MpiIrecvRequest", "MpiIrecv"},
           std::pair{"NonBlockingCollectiveRequest", "NonBlockingCollectiveComplete"}}) {
       const uint64_t started = n(start), ended = n(done);
-      if (started > ended)
+      const uint64_t cancels = cancelled[rank][start];
+      if (started > ended + cancels)
         r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(started) + " " +
-                             start + " but " + std::to_string(ended) + " " + done +
-                             " (requests freed or cancelled without completion, or left open)");
+                             start + " but " + std::to_string(ended) + " " + done + " and " +
+                             std::to_string(cancels) + " cancelled" +
+                             " (requests freed without completion, or left open)");
     }
   }
   // Receives posted and never completed (a leaked or freed request): legal MPI, but a message

@@ -1,7 +1,7 @@
 // Test helper for CTest fixtures: writes a synthetic raw run into DIR, converts it to OTF2 and
 // writes DIR/expected.json (what check_with_python.py compares the archive with).
 //
-// usage: otf2_make_synthetic_run DIR [--unmatched-send] [--crash]
+// usage: otf2_make_synthetic_run DIR [--unmatched-send] [--crash] [--samples]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,7 +13,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: otf2_make_synthetic_run DIR [--unmatched-send] [--crash]\n");
+    std::fprintf(stderr,
+                 "usage: otf2_make_synthetic_run DIR [--unmatched-send] [--crash] [--samples]\n");
     return 2;
   }
   invmw::otf2::testing::SyntheticOptions o;
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--unmatched-send"))
       o.unmatched_send = true;
+    else if (!std::strcmp(argv[i], "--samples"))
+      o.samples = 5;
     else if (!std::strcmp(argv[i], "--crash"))
       o.crash = true, o.drift[2] = 0;
     else {
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   for (const auto& m : e.messages)
     j["messages"].push_back({m.src, m.dst, m.tag, m.bytes, m.send_true, m.recv_true});
   j["base_ticks"] = o.base_ticks;
+  j["samples"] = nlohmann::json::array();  // rank, true ticks, proc.cpu.user, proc.rss
+  for (const auto& s : e.samples) j["samples"].push_back({s.rank, s.true_ticks, s.cpu_user, s.rss});
   std::ofstream(std::filesystem::path(argv[1]) / "expected.json") << j.dump(1) << "\n";
   return 0;
 }

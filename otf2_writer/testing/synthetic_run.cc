@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/event_format.h"
+#include "common/sample_format.h"
 #include "otf2_writer/raw_run.h"
 
 namespace invmw::otf2::testing {
@@ -357,10 +358,61 @@ class Gen {
         if (!f)
           throw std::runtime_error((raw / EventsFileName(r, int(th))).string() + ": write failed");
       }
+    for (int r = 0; r < 3 && o_.samples > 0; ++r) WriteSamples(raw, r, g_ + 1000);
     return e_;
   }
 
  private:
+  // Sampler files as sampler/sampler.cc writes them (common/sample_format.h), samples at true
+  // times 1 .. n of n+1 even steps of [0, end], on the rank's own clock.
+  void WriteSamples(const fs::path& raw, int r, uint64_t end) {
+    using nlohmann::json;
+    std::ofstream defs(raw / samples::MetricsFileName(r));
+    defs << json{{"type", "sampler"},
+                 {"rank", r},
+                 {"world_size", 3},
+                 {"host", r == 2 ? "node-b" : "node-a"},
+                 {"pid", 1000 + r},
+                 {"node_leader", r != 1},
+                 {"ticks_per_second", o_.ticks_per_second},
+                 {"interval_s", double(end) / (o_.samples + 1) / o_.ticks_per_second},
+                 {"start_ticks", Local(r, 0)},
+                 {"start_realtime_ns", 1763780000000000000ll}}
+                .dump()
+         << "\n"
+         << json{{"type", "metric"},        {"index", 0},
+                 {"name", "proc.cpu.user"}, {"unit", "s"},
+                 {"mode", "accumulated"},   {"source", "proc"}}
+                .dump()
+         << "\n"
+         << json{{"type", "metric"}, {"index", 1},         {"name", "proc.rss"},
+                 {"unit", "bytes"},  {"mode", "absolute"}, {"source", "proc"}}
+                .dump()
+         << "\n";
+    std::ofstream f(raw / samples::SamplesFileName(r), std::ios::binary);
+    samples::SampleFileHeader h{};
+    h.magic = samples::kSampleMagic;
+    h.version = samples::kSampleVersion;
+    h.header_size = sizeof h;
+    h.num_metrics = 2;
+    h.record_size = sizeof(samples::SampleRecordHead) + 8 * h.num_metrics;
+    h.rank = r;
+    f.write(reinterpret_cast<const char*>(&h), sizeof h);
+    for (int i = 1; i <= o_.samples; ++i) {
+      ExpectedSample x{r, end * uint64_t(i) / uint64_t(o_.samples + 1), 0.001 * i * (r + 1),
+                       1e6 * (r + 1) + 4096.0 * i};
+      const samples::SampleRecordHead head{Local(r, x.true_ticks), uint64_t(i - 1)};
+      const double values[2] = {x.cpu_user, x.rss};
+      f.write(reinterpret_cast<const char*>(&head), sizeof head);
+      f.write(reinterpret_cast<const char*>(values), sizeof values);
+      e_.samples.push_back(x);
+    }
+    defs << json{{"type", "end"}, {"samples", o_.samples}, {"end_ticks", Local(r, end)}}.dump()
+         << "\n";
+    if (!f || !defs)
+      throw std::runtime_error((raw / samples::SamplesFileName(r)).string() + ": write failed");
+  }
+
   SyntheticOptions o_;
   Expected e_;
   std::vector<std::vector<std::vector<EventRecord>>> ev_;

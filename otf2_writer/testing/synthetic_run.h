@@ -34,6 +34,15 @@ struct SyntheticOptions {
   bool crash = false;           // rank 2: last record cut short, no "end" line
   bool unmatched_send = false;  // one extra send 0->1 that nobody receives
   uint64_t step_ticks = 20000;  // spacing of the scenario's steps (true ticks)
+  // Sampler files (raw/metrics-R.jsonl, raw/samples-R.bin) for every rank: "proc.cpu.user"
+  // (s, accumulated) and "proc.rss" (bytes, absolute), this many samples evenly over the run.
+  int samples = 0;
+};
+
+struct ExpectedSample {
+  int32_t rank;
+  uint64_t true_ticks;  // rank-0 ticks since base_ticks
+  double cpu_user, rss;
 };
 
 struct ExpectedMessage {
@@ -50,6 +59,7 @@ struct Expected {
   uint64_t records = 0;  // raw records written (whole ones)
   uint64_t slices = 0;   // Enter/Leave pairs
   uint64_t unmatched_sends = 0;
+  std::vector<ExpectedSample> samples;
   int32_t ranks = 3;
 };
 
