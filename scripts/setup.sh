@@ -27,17 +27,35 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PACKAGES[@]} Debian packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # Install MPICH after OpenMPI is present so the mpi alternatives keep pointing at OpenMPI;
+  # the build names each MPI's own wrappers explicitly anyway.
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
+# An independent reader of the Perfetto/Chrome trace-event export for its test
+# (otf2_writer.perfetto_devtools): Chrome DevTools' own trace model, from the npm registry, into
+# .deps/npm of the checkout (ignored by git; build.sh points CMake at it). Optional: without
+# node/npm that one test is not registered, and the build says so.
+here=$(cd "$(dirname "$0")/.." && pwd)
+npm_dir="$here/.deps/npm"
+if [[ -d "$npm_dir/node_modules/devtools-timeline-model" ]]; then
+  :
+elif command -v npm >/dev/null && command -v node >/dev/null; then
+  echo "setup: installing npm devtools-timeline-model@1.4.0 into $npm_dir"
+  mkdir -p "$npm_dir"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
+    devtools-timeline-model@1.4.0 >/dev/null ||
+    echo "setup: warning: npm install of devtools-timeline-model failed; the Perfetto export's" \
+      "DevTools test will not be registered" >&2
+else
+  echo "setup: note: no node/npm; the Perfetto export's DevTools test will not be registered" >&2
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-# Install MPICH after OpenMPI is present so the mpi alternatives keep pointing at OpenMPI;
-# the build names each MPI's own wrappers explicitly anyway.
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
