@@ -185,8 +185,9 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
                           std::to_string(h.thread) + ", the name says otherwise; file skipped");
       continue;
     }
+    // An init-capture: clang before 16 cannot capture a structured binding.
     auto it = std::find_if(r->threads.begin(), r->threads.end(),
-                           [&](const RawThread& t) { return t.index == index; });
+                           [index = index](const RawThread& t) { return t.index == index; });
     if (it == r->threads.end()) {
       r->threads.push_back({});
       it = r->threads.end() - 1;

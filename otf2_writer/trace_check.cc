@@ -83,7 +83,8 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
   // A nonblocking start without its completion record: legitimate for a request freed with
   // MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
   for (const auto& [rank, c] : r.by_rank) {
-    auto n = [&](const char* type) {
+    // An init-capture: clang before 16 cannot capture a structured binding.
+    auto n = [&c = c](const char* type) {
       auto it = c.find(type);
       return it == c.end() ? uint64_t(0) : it->second;
     };
