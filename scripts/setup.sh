@@ -15,6 +15,7 @@ PACKAGES=(
   libtomlplusplus-dev nlohmann-json3-dev
   gnuplot-nox iproute2
   pvm pvm-dev libtirpc-dev               # libpvm3.a needs its XDR routines (test pvm.static)
+  clang-14 libclang-rt-14-dev            # fuzz targets (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 )
 
 missing=()
