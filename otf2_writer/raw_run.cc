@@ -54,12 +54,16 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     r->init_ticks = Get<uint64_t>(j, "init_ticks", 0);
     r->init_realtime_ns = Get<int64_t>(j, "init_realtime_ns", 0);
   } else if (type == "functions") {
-    r->func_names = j.at("names").get<std::vector<std::string>>();
-    r->func_kinds = j.at("kinds").get<std::vector<std::string>>();
-    r->func_classes = j.at("classes").get<std::vector<std::string>>();
-    if (r->func_kinds.size() != r->func_names.size() ||
-        r->func_classes.size() != r->func_names.size())
+    // Checked before anything is stored: a rejected line must not leave arrays of different
+    // lengths behind (readers index kinds and classes by the index of a name).
+    auto names = j.at("names").get<std::vector<std::string>>();
+    auto kinds = j.at("kinds").get<std::vector<std::string>>();
+    auto classes = j.at("classes").get<std::vector<std::string>>();
+    if (kinds.size() != names.size() || classes.size() != names.size())
       throw std::runtime_error("\"names\", \"kinds\" and \"classes\" differ in length");
+    r->func_names = std::move(names);
+    r->func_kinds = std::move(kinds);
+    r->func_classes = std::move(classes);
   } else if (type == "comm") {
     RawComm c;
     c.id = j.at("id").get<uint32_t>();

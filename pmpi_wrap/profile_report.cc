@@ -82,9 +82,14 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
     return false;
   }
   out->funcs.resize(h.num_funcs);
-  std::memcpy(out->funcs.data(), static_cast<const char*>(data) + sizeof(raw::RankHeader),
-              size_t(h.num_funcs) * sizeof(raw::FuncRecord));
+  if (h.num_funcs)  // data() of an empty vector may be null, which memcpy must not get
+    std::memcpy(out->funcs.data(), static_cast<const char*>(data) + sizeof(raw::RankHeader),
+                size_t(h.num_funcs) * sizeof(raw::FuncRecord));
   for (auto& f : out->funcs) f.name[sizeof f.name - 1] = '\0';
+  // A damaged dump's text fields may lack their terminator; the profile reads them as C strings.
+  auto& hw = out->header;
+  hw.host[sizeof hw.host - 1] = hw.mpi_library[sizeof hw.mpi_library - 1] = '\0';
+  hw.invmw_version[sizeof hw.invmw_version - 1] = hw.mpi_flavor[sizeof hw.mpi_flavor - 1] = '\0';
   return true;
 }
 
@@ -516,7 +521,10 @@ bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error) {
 }
 
 bool WriteProfile(const std::string& dir, const json& profile, std::string* error) {
-  return WriteAtomically(dir + "/profile.json", profile.dump(2) + "\n", error) &&
+  // Strings from a damaged dump (host, function names) need not be UTF-8: replaced, not thrown.
+  return WriteAtomically(dir + "/profile.json",
+                         profile.dump(2, ' ', false, json::error_handler_t::replace) + "\n",
+                         error) &&
          WriteAtomically(dir + "/profile.txt", RenderText(profile), error);
 }
 

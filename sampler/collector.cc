@@ -345,7 +345,8 @@ bool Collector::WriteLogs(const std::string& dir, const CollectorReport& r, std:
                 {"ticks", pt.ticks},
                 {"interpolated", pt.interpolated},
                 {"values", pt.values}};
-      merged.push_back({pt.time, &sr.host, j.dump()});
+      // Host and metric names come from the wire and need not be UTF-8: replaced, not thrown.
+      merged.push_back({pt.time, &sr.host, j.dump(-1, ' ', false, json::error_handler_t::replace)});
     }
   std::stable_sort(merged.begin(), merged.end(),
                    [](const Line& a, const Line& b) { return a.time < b.time; });
@@ -400,7 +401,8 @@ bool Collector::WriteLogs(const std::string& dir, const CollectorReport& r, std:
                     {"duplicate", r.duplicate}}},
                   {"nodes", nodej},
                   {"streams", streams}};
-  std::ofstream(dir + "/summary.json") << summary.dump(2) << "\n";
+  std::ofstream(dir + "/summary.json")
+      << summary.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   if (!all) {
     if (error) *error = dir + "/merged.log: cannot write";
     return false;
