@@ -1,7 +1,9 @@
 #include "fitter/platform_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <dirent.h>
 #include <fstream>
 #include <iomanip>
@@ -98,9 +100,24 @@ std::string Quote(const std::string& s) {
       o += "\\n";
       continue;
     }
+    // TOML forbids other control characters in basic strings; escaped so the table loads again.
+    if ((c >= 0 && c < 0x20 && c != '\t') || c == 0x7f) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", unsigned(c));
+      o += u;
+      continue;
+    }
     o += c;
   }
   return o + "\"";
+}
+
+// A key as written: bare when TOML allows it, quoted otherwise.
+std::string Key(const std::string& k) {
+  bool bare = !k.empty();
+  for (char c : k)
+    bare = bare && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  return bare ? k : Quote(k);
 }
 
 }  // namespace
@@ -168,7 +185,7 @@ std::string FormatPlatformTable(const PlatformTable& t) {
     if (vals.empty()) return;
     o << "\n[" << name << "]\n";
     for (const auto& v : vals) {
-      o << v.name << " = { value = " << v.value;
+      o << Key(v.name) << " = { value = " << v.value;
       if (!v.unit.empty()) o << ", unit = " << Quote(v.unit);
       if (v.std_error >= 0) o << ", std_error = " << v.std_error;
       if (!v.source.empty()) o << ", source = " << Quote(v.source);
