@@ -142,8 +142,12 @@ PlatformTable ParsePlatformTable(const std::string& text, const std::string& sou
   }
   PlatformTable t;
   t.path = source;
-  auto schema = doc["schema"].value<int64_t>();
-  if (!schema) throw TableError(source + ": missing 'schema' (this invmw reads schema = 1)");
+  // value_exact: value<int64_t>() casts a float such as 22E22 to an integer, which is undefined.
+  auto schema = doc["schema"].value_exact<int64_t>();
+  if (!schema)
+    throw TableError(source +
+                     (doc["schema"] ? ": 'schema' is not an integer" : ": missing 'schema'") +
+                     " (this invmw reads schema = 1)");
   if (*schema != 1) {
     throw TableError(Where(source, doc["schema"].node()->source()) + "schema " +
                      std::to_string(*schema) + " is not supported (expected 1)");

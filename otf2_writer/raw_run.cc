@@ -9,6 +9,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include "otf2_writer/json_int.h"
+
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -38,15 +40,18 @@ template <typename T>
 T Get(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  if constexpr (std::is_same_v<T, std::vector<int32_t>>)
+    return AsVector<int32_t>(*it);
+  else
+    return As<T>(*it);
 }
 
 // Applies one defs line to the rank; throws json errors for lines of the wrong shape.
 void ApplyDefsLine(const json& j, RawRank* r) {
   const std::string type = j.at("type").get<std::string>();
   if (type == "rank") {
-    r->rank = j.at("rank").get<int32_t>();
-    r->world_size = j.at("world_size").get<int32_t>();
+    r->rank = As<int32_t>(j.at("rank"));
+    r->world_size = As<int32_t>(j.at("world_size"));
     r->host = Get<std::string>(j, "host", "");
     r->pid = Get<int64_t>(j, "pid", 0);
     r->flavor = Get<std::string>(j, "flavor", "");
@@ -66,15 +71,15 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     r->func_classes = std::move(classes);
   } else if (type == "comm") {
     RawComm c;
-    c.id = j.at("id").get<uint32_t>();
-    c.members = j.at("members").get<std::vector<int32_t>>();
+    c.id = As<uint32_t>(j.at("id"));
+    c.members = AsVector<int32_t>(j.at("members"));
     c.remote_members = Get<std::vector<int32_t>>(j, "remote_members", {});
     c.inter = Get<bool>(j, "inter", false);
     c.seq = Get<int64_t>(j, "seq", int64_t(r->comms.size()));
     r->comms[c.id] = std::move(c);
   } else if (type == "clock") {
     ClockSample s;
-    s.ticks = j.at("ticks").get<uint64_t>();
+    s.ticks = As<uint64_t>(j.at("ticks"));
     // The runtime computes offsets as midpoints of round trips: they may be fractional.
     s.offset_ticks = std::llround(j.at("offset_ticks").get<double>());
     s.uncertainty_ticks = std::llround(Get<double>(j, "uncertainty_ticks", 0));
@@ -94,7 +99,7 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     if (r->counter_names.size() > 3)
       throw std::runtime_error("\"names\" lists more than the 3 counters a record holds");
   } else if (type == "thread") {
-    int32_t index = j.at("index").get<int32_t>();
+    int32_t index = As<int32_t>(j.at("index"));
     auto it = std::find_if(r->threads.begin(), r->threads.end(),
                            [&](const RawThread& t) { return t.index == index; });
     if (it == r->threads.end()) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sample_format.h"
+#include "otf2_writer/json_int.h"
 
 namespace invmw::otf2 {
 
@@ -41,7 +42,7 @@ bool LoadRawSamples(const std::string& run_dir, int32_t rank, RawSamples* out,
         r.ticks_per_second = j.at("ticks_per_second");
         r.interval_s = j.value("interval_s", 0.0);
       } else if (type == "metric") {
-        const size_t index = j.at("index");
+        const size_t index = As<size_t>(j.at("index"));
         if (index != r.metrics.size()) {
           problem(defs_name, "line " + std::to_string(lineno) + ": metric index " +
                                  std::to_string(index) + ", expected " +

@@ -76,6 +76,11 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
              std::to_string(raw::kVersion) + ")";
     return false;
   }
+  if (h.world_size < 1 || h.rank < 0 || h.rank >= h.world_size) {
+    *error = "damaged header: rank " + std::to_string(h.rank) + " of world size " +
+             std::to_string(h.world_size);
+    return false;
+  }
   size_t need = sizeof(raw::RankHeader) + size_t(h.num_funcs) * sizeof(raw::FuncRecord);
   if (size < need) {
     *error = "dump truncated: " + std::to_string(size) + " of " + std::to_string(need) + " bytes";
