@@ -49,7 +49,9 @@ class Sender:
 
 
 def container(datagrams, flags=0):
-    return b"".join(bytes([flags]) + struct.pack("<H", len(d)) + d for d in datagrams)
+    # Bit 1 of the first flags byte: the target also writes the logs.
+    return b"".join(bytes([flags | (2 if i == 0 else 0)]) + struct.pack("<H", len(d)) + d
+                    for i, d in enumerate(datagrams))
 
 
 def main():
