@@ -180,7 +180,12 @@ std::string ToCsv(const DataTable& table) {
   for (const auto& r : table.rows) {
     for (size_t j = 0; j < r.size(); ++j) {
       if (j) out << ",";
-      if (!std::isnan(r[j])) out << r[j];
+      // "NA", not an empty cell: a row of missing values must not become a blank line, which
+      // ParseCsv skips.
+      if (std::isnan(r[j]))
+        out << "NA";
+      else
+        out << r[j];
     }
     out << "\n";
   }

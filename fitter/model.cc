@@ -81,7 +81,8 @@ class Loader {
       throw ModelError(Where(source_, e.source()) +
                        "TOML syntax error: " + std::string(e.description()));
     }
-    if (auto s = doc_["schema"].value<int64_t>(); s && *s != 1) {
+    // value_exact: value<int64_t>() casts a float such as 22E22 to an integer, which is undefined.
+    if (auto s = doc_["schema"].value_exact<int64_t>(); s && *s != 1) {
       throw ModelError(Where(source_, doc_["schema"].node()->source()) + "schema " +
                        std::to_string(*s) + " is not supported (expected 1)");
     }

@@ -1,7 +1,9 @@
 #include "fitter/platform_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <dirent.h>
 #include <fstream>
 #include <iomanip>
@@ -119,9 +121,24 @@ std::string Quote(const std::string& s) {
       o += "\\n";
       continue;
     }
+    // TOML forbids other control characters in basic strings; escaped so the table loads again.
+    if ((c >= 0 && c < 0x20 && c != '\t') || c == 0x7f) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", unsigned(c));
+      o += u;
+      continue;
+    }
     o += c;
   }
   return o + "\"";
+}
+
+// A key as written: bare when TOML allows it, quoted otherwise.
+std::string Key(const std::string& k) {
+  bool bare = !k.empty();
+  for (char c : k)
+    bare = bare && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  return bare ? k : Quote(k);
 }
 
 }  // namespace
@@ -146,8 +163,12 @@ PlatformTable ParsePlatformTable(const std::string& text, const std::string& sou
   }
   PlatformTable t;
   t.path = source;
-  auto schema = doc["schema"].value<int64_t>();
-  if (!schema) throw TableError(source + ": missing 'schema' (this invmw reads schema = 1)");
+  // value_exact: value<int64_t>() casts a float such as 22E22 to an integer, which is undefined.
+  auto schema = doc["schema"].value_exact<int64_t>();
+  if (!schema)
+    throw TableError(source +
+                     (doc["schema"] ? ": 'schema' is not an integer" : ": missing 'schema'") +
+                     " (this invmw reads schema = 1)");
   if (*schema != 1) {
     throw TableError(Where(source, doc["schema"].node()->source()) + "schema " +
                      std::to_string(*schema) + " is not supported (expected 1)");
@@ -189,7 +210,7 @@ std::string FormatPlatformTable(const PlatformTable& t) {
     if (vals.empty()) return;
     o << "\n[" << name << "]\n";
     for (const auto& v : vals) {
-      o << v.name << " = { value = " << v.value;
+      o << Key(v.name) << " = { value = " << v.value;
       if (!v.unit.empty()) o << ", unit = " << Quote(v.unit);
       if (v.std_error >= 0) o << ", std_error = " << v.std_error;
       if (!v.source.empty()) o << ", source = " << Quote(v.source);

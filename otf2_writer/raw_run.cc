@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "common/raw_input.h"
+#include "otf2_writer/json_int.h"
 
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
@@ -42,7 +43,10 @@ template <typename T>
 T Get(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  if constexpr (std::is_same_v<T, std::vector<int32_t>>)
+    return AsVector<int32_t>(*it);
+  else
+    return As<T>(*it);
 }
 
 // Below one tick per second a rate is a corrupt value, and dividing by it overflows.
@@ -55,8 +59,8 @@ void ApplyDefsLine(const json& j, RawRank* r) {
   const std::string type = j.at("type").get<std::string>();
   if (type == "rank") {
     // Range-checked before narrowing: readers allocate per world rank.
-    const int64_t world = j.at("world_size").get<int64_t>();
-    const int64_t rank = j.at("rank").get<int64_t>();
+    const int64_t world = As<int64_t>(j.at("world_size"));
+    const int64_t rank = As<int64_t>(j.at("rank"));
     if (world < 1 || world > rawio::kMaxWorldSize)
       throw std::runtime_error("\"world_size\" " + std::to_string(world) + " is outside 1.." +
                                std::to_string(rawio::kMaxWorldSize));
@@ -76,23 +80,27 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     r->init_ticks = Get<uint64_t>(j, "init_ticks", 0);
     r->init_realtime_ns = Get<int64_t>(j, "init_realtime_ns", 0);
   } else if (type == "functions") {
-    r->func_names = j.at("names").get<std::vector<std::string>>();
-    r->func_kinds = j.at("kinds").get<std::vector<std::string>>();
-    r->func_classes = j.at("classes").get<std::vector<std::string>>();
-    if (r->func_kinds.size() != r->func_names.size() ||
-        r->func_classes.size() != r->func_names.size())
+    // Checked before anything is stored: a rejected line must not leave arrays of different
+    // lengths behind (readers index kinds and classes by the index of a name).
+    auto names = j.at("names").get<std::vector<std::string>>();
+    auto kinds = j.at("kinds").get<std::vector<std::string>>();
+    auto classes = j.at("classes").get<std::vector<std::string>>();
+    if (kinds.size() != names.size() || classes.size() != names.size())
       throw std::runtime_error("\"names\", \"kinds\" and \"classes\" differ in length");
+    r->func_names = std::move(names);
+    r->func_kinds = std::move(kinds);
+    r->func_classes = std::move(classes);
   } else if (type == "comm") {
     RawComm c;
-    c.id = j.at("id").get<uint32_t>();
-    c.members = j.at("members").get<std::vector<int32_t>>();
+    c.id = As<uint32_t>(j.at("id"));
+    c.members = AsVector<int32_t>(j.at("members"));
     c.remote_members = Get<std::vector<int32_t>>(j, "remote_members", {});
     c.inter = Get<bool>(j, "inter", false);
     c.seq = Get<int64_t>(j, "seq", int64_t(r->comms.size()));
     r->comms[c.id] = std::move(c);
   } else if (type == "clock") {
     ClockSample s;
-    s.ticks = j.at("ticks").get<uint64_t>();
+    s.ticks = As<uint64_t>(j.at("ticks"));
     // The runtime computes offsets as midpoints of round trips: they may be fractional.
     s.offset_ticks = std::llround(j.at("offset_ticks").get<double>());
     s.uncertainty_ticks = std::llround(Get<double>(j, "uncertainty_ticks", 0));
@@ -112,7 +120,7 @@ void ApplyDefsLine(const json& j, RawRank* r) {
     if (r->counter_names.size() > 3)
       throw std::runtime_error("\"names\" lists more than the 3 counters a record holds");
   } else if (type == "thread") {
-    int32_t index = j.at("index").get<int32_t>();
+    int32_t index = As<int32_t>(j.at("index"));
     auto it = std::find_if(r->threads.begin(), r->threads.end(),
                            [&](const RawThread& t) { return t.index == index; });
     if (it == r->threads.end()) {
@@ -283,8 +291,9 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
                           std::to_string(h.thread) + ", the name says otherwise; file skipped");
       continue;
     }
+    // An init-capture: clang before 16 cannot capture a structured binding.
     auto it = std::find_if(r->threads.begin(), r->threads.end(),
-                           [&](const RawThread& t) { return t.index == index; });
+                           [index = index](const RawThread& t) { return t.index == index; });
     if (it == r->threads.end()) {
       r->threads.push_back({});
       it = r->threads.end() - 1;

@@ -12,6 +12,7 @@
 
 #include "common/raw_input.h"
 #include "common/sample_format.h"
+#include "otf2_writer/json_int.h"
 
 namespace invmw::otf2 {
 
@@ -57,7 +58,7 @@ bool LoadRawSamples(const std::string& run_dir, int32_t rank, RawSamples* out,
         r.ticks_per_second = tps;
         r.interval_s = j.value("interval_s", 0.0);
       } else if (type == "metric") {
-        const size_t index = j.at("index");
+        const size_t index = As<size_t>(j.at("index"));
         if (index != r.metrics.size()) {
           problem(defs_name, "line " + std::to_string(lineno) + ": metric index " +
                                  std::to_string(index) + ", expected " +

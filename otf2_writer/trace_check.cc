@@ -110,7 +110,8 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
           if (auto k = kind_of.find(e.request); k != kind_of.end()) ++cancelled[rank][k->second];
   }
   for (const auto& [rank, c] : r.by_rank) {
-    auto n = [&](const char* type) {
+    // An init-capture: clang before 16 cannot capture a structured binding.
+    auto n = [&c = c](const char* type) {
       auto it = c.find(type);
       return it == c.end() ? uint64_t(0) : it->second;
     };

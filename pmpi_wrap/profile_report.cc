@@ -131,8 +131,13 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
   h.invmw_version[sizeof h.invmw_version - 1] = '\0';
   h.mpi_flavor[sizeof h.mpi_flavor - 1] = '\0';
   out->funcs.resize(h.num_funcs);
-  std::memcpy(out->funcs.data(), static_cast<const char*>(data) + sizeof(raw::RankHeader),
-              size_t(h.num_funcs) * sizeof(raw::FuncRecord));
+  if (h.num_funcs)  // data() of an empty vector may be null, which memcpy must not get
+    std::memcpy(out->funcs.data(), static_cast<const char*>(data) + sizeof(raw::RankHeader),
+                size_t(h.num_funcs) * sizeof(raw::FuncRecord));
+  // A damaged dump's text fields may lack their terminator; the profile reads them as C strings.
+  auto& hw = out->header;
+  hw.host[sizeof hw.host - 1] = hw.mpi_library[sizeof hw.mpi_library - 1] = '\0';
+  hw.invmw_version[sizeof hw.invmw_version - 1] = hw.mpi_flavor[sizeof hw.mpi_flavor - 1] = '\0';
   std::set<std::string> names;
   for (auto& f : out->funcs) {
     f.name[sizeof f.name - 1] = '\0';

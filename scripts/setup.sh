@@ -16,6 +16,7 @@ PACKAGES=(
   gnuplot-nox iproute2
   valgrind                            # helgrind thread tests (e2e.c.threads.helgrind*)
   pvm pvm-dev libtirpc-dev               # libpvm3.a needs its XDR routines (test pvm.static)
+  clang-14 libclang-rt-14-dev            # fuzz targets (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 )
 
 missing=()

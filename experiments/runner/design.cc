@@ -179,7 +179,8 @@ class Loader {
              "unknown key (expected one of name, description, type, generators, replications, "
              "seed, platform, timeout, responses, [[factor]], [derived], [command])");
     }
-    if (auto s = doc_["schema"].value<int64_t>(); s && *s != 1)
+    // value_exact: value<int64_t>() casts a float such as 22E22 to an integer, which is undefined.
+    if (auto s = doc_["schema"].value_exact<int64_t>(); s && *s != 1)
       Fail(*doc_["schema"].node(), "schema",
            "schema " + std::to_string(*s) + " is not supported (expected 1)");
     d_.file = source_;
