@@ -146,6 +146,9 @@ DataTable ParseCsv(const std::string& text, const std::string& source) {
       t.columns.push_back(header[j]);
     }
   }
+  if (t.columns.empty())
+    throw DataError(source + ": no column holds numbers (column '" + header[0] +
+                    "' holds text such as '" + t.text_columns.front().second + "')");
   for (const Row& r : rows) {
     std::vector<double> row;
     for (size_t j = 0; j < header.size(); ++j) {
@@ -172,10 +175,26 @@ DataTable ReadCsv(const std::string& path) {
   return ParseCsv(ss.str(), path);
 }
 
+namespace {
+
+// A column name as ParseCsv reads it back: quoted when it holds a comma or a quote, would read
+// as a comment, or has white space at either end.
+std::string CsvName(const std::string& name) {
+  const bool plain = !name.empty() && name.find_first_of(",\"") == std::string::npos &&
+                     name[0] != '#' && Trim(name) == name;
+  if (plain) return name;
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
 std::string ToCsv(const DataTable& table) {
   std::ostringstream out;
   out.precision(17);
-  for (size_t j = 0; j < table.columns.size(); ++j) out << (j ? "," : "") << table.columns[j];
+  for (size_t j = 0; j < table.columns.size(); ++j)
+    out << (j ? "," : "") << CsvName(table.columns[j]);
   out << "\n";
   for (const auto& r : table.rows) {
     for (size_t j = 0; j < r.size(); ++j) {
