@@ -3,8 +3,7 @@
 //
 // Input: a sequence of datagrams, each as [flags: 1 byte][length: 2 bytes LE][bytes]. Unless
 // flags bit 0 is set the harness writes the correct checksum into the datagram first, so the
-// fuzzer gets past the checksum to the fields behind it (and keeps sample numbers below 2^10,
-// see below). Contract checked: Feed never throws;
+// fuzzer gets past the checksum to the fields behind it. Contract checked: Feed never throws;
 // Analyze, RenderSummary, LiveLine and (first flags byte bit 1) WriteLogs work on whatever was
 // accepted.
 #include <cstddef>
@@ -34,13 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<unsigned char> d(data + at, data + at + len);
     at += len;
     if (!(flags & 1) && d.size() >= sizeof(stream::DatagramHeader)) {
-      // Known, not fixed here: Analyze() allocates one series point per sample number from the
-      // first to the last received, so a wire sample number of 2^40 exhausts memory. Sample
-      // numbers are kept below 2^10 until the collector bounds that span itself.
-      uint64_t sample;
-      std::memcpy(&sample, d.data() + offsetof(stream::DatagramHeader, sample), sizeof sample);
-      sample &= 0x3ff;
-      std::memcpy(d.data() + offsetof(stream::DatagramHeader, sample), &sample, sizeof sample);
       const uint32_t sum = stream::Checksum(d.data(), d.size());
       std::memcpy(d.data() + offsetof(stream::DatagramHeader, checksum), &sum, sizeof sum);
     }
