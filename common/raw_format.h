@@ -87,6 +87,7 @@ constexpr uint32_t kOpenCallMagic = 0x434f4d49;  // "IMOC"
 enum OpenCallFlags : uint32_t {
   kOpenPeerKnown = 1u << 0,  // peer and tag are what the call was given
   kOpenCommKnown = 1u << 1,  // comm is a communicator id
+  kOpenToPeer = 1u << 2,     // peer is the destination (a send), not the source
 };
 struct OpenCallRecord {
   uint32_t magic;        // kOpenCallMagic

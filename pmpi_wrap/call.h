@@ -56,11 +56,12 @@ class Call {
 
   // What the open call waits for (ThreadState::open), given before the PMPI call by the
   // wrappers of blocking point-to-point calls, collectives and waits.
-  void OpenP2p(int peer, int tag, MPI_Comm comm) {
+  void OpenP2p(int peer, int tag, MPI_Comm comm, bool to_peer) {
     ThreadState::OpenCall& o = ts_->open;
     o.peer = peer;
     o.tag = tag;
     o.peer_world = false;
+    o.to_peer = to_peer;
     std::atomic_signal_fence(std::memory_order_release);
     o.known = true;
     o.comm = comm;
@@ -80,6 +81,7 @@ class Call {
     o.peer = one->peer;
     o.tag = one->tag;
     o.peer_world = true;
+    o.to_peer = one->kind == ReqKind::kSend;
     std::atomic_signal_fence(std::memory_order_release);
     o.known = one->kind == ReqKind::kSend || one->kind == ReqKind::kRecv;
     o.comm = one->comm;

@@ -266,9 +266,9 @@ def open_call(base, info):
     """What a blocking call tells its thread's open-call slot before the PMPI call (what it
     waits for, named if the run ends inside it: pmpi_wrap/thread_state.h, OpenCall)."""
     if base in ('send', 'recv'):
-        return 'c.OpenP2p({peer}, {tag}, {comm});'
+        return 'c.OpenP2p({peer}, {tag}, {comm}, %s);' % ('true' if base == 'send' else 'false')
     if base in ('sendrecv', 'sendrecv_replace'):
-        return 'c.OpenP2p({dest}, {stag}, {comm});'
+        return 'c.OpenP2p({dest}, {stag}, {comm}, true);'
     if base in ('wait', 'waitall', 'waitany', 'waitsome'):
         return 'c.OpenRequests(before);'
     if info['post'].startswith('c.Coll(') and 'comm' in info['roles']:

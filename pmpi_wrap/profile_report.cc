@@ -198,6 +198,7 @@ json InCallJson(const RankData& rd, const raw::RankHeader& h) {
   if (o.flags & raw::kOpenPeerKnown) {
     j["peer"] = o.peer >= 0 ? json(o.peer) : json(nullptr);
     j["tag"] = o.tag;
+    j["peer_is"] = (o.flags & raw::kOpenToPeer) ? "destination" : "source";
   }
   if (o.flags & raw::kOpenCommKnown) j["communicator"] = o.comm;
   return j;
@@ -210,8 +211,7 @@ std::string InCallSentence(const json& r) {
   const std::string fn = c.value("function", "");
   os << "rank " << r.value("rank", -1) << " was in " << fn;
   if (c.contains("peer") && c["peer"].is_number()) {
-    const bool send = fn.find("send") != std::string::npos || fn.find("Send") != std::string::npos;
-    os << (send && fn.find("recv") == std::string::npos ? " to rank " : " from rank ")
+    os << (c.value("peer_is", "") == "destination" ? " to rank " : " from rank ")
        << c["peer"].get<int>();
   }
   if (c.contains("tag") && c["tag"].is_number()) os << ", tag " << c["tag"].get<int>();

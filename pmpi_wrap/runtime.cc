@@ -619,6 +619,7 @@ bool ResolveOpenCall(const ThreadState* ts, OpenCallInfo* out) {
     else if (ci)
       out->peer = PeerWorldRank(ci, o.peer);
     out->flags |= raw::kOpenPeerKnown;
+    if (o.to_peer) out->flags |= raw::kOpenToPeer;
   }
   return true;
 }

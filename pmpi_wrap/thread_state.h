@@ -63,7 +63,8 @@ struct ThreadState {
     int32_t peer;                 // rank in comm, or a world rank when peer_world
     int32_t tag;
     bool peer_world;
-    bool known;  // peer and tag were given (p2p calls, a wait on one request)
+    bool to_peer;  // peer is the destination (a send), not the source
+    bool known;    // peer and tag were given (p2p calls, a wait on one request)
   } open;
 };
 

@@ -68,6 +68,8 @@ def main():
         if got != (fn, 2, tag, 0):
             fail(f'rank {rank}: in_call (function, peer, tag, communicator) = {got}, '
                  f'expected {(fn, 2, tag, 0)}')
+        if c.get('peer_is') != 'source':
+            fail(f'rank {rank}: in_call peer_is {c.get("peer_is")!r}, expected "source"')
         secs = c.get('seconds')
         if not isinstance(secs, (int, float)) or secs < WAIT_S - 0.1:
             fail(f'rank {rank}: in_call seconds {secs}, expected >= {WAIT_S - 0.1}')
