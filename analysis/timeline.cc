@@ -105,6 +105,7 @@ struct Call {
   double wait_until = -1;  // resolved wait (-1 none)
   int32_t wait_rank = -1;
   Category wait_cat = kIdle;
+  bool cut_off = false;  // the run ended inside the call: all of it was waiting
 };
 
 // One rank's part in one collective operation.
@@ -221,6 +222,7 @@ void ScanLocation(const Trace& t, const std::vector<Kind>& kinds,
         if (!stack.empty()) break;
         in_call = false;
         cur.end = e.time;
+        cur.cut_off = e.cut_off;
         for (const auto& c : cands) {
           if (c.until <= cur.start || (c.need_end_after && cur.end <= c.until)) continue;
           const double u = std::min(c.until, cur.end);
@@ -424,6 +426,13 @@ void Segments(RankWork& w) {
     gap(t, s);
     tl.calls += c.calls;
     double a = s;
+    if (c.cut_off) {
+      // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
+      // for a partner (p2p, completion) or for the collective's last arrival.
+      add(s, e, c.kind == Kind::kCollective ? kSyncWait : kIdle, c.phase);
+      t = e;
+      continue;
+    }
     if (c.wait_until > a && c.wait_rank >= 0) {
       const double u = std::min(c.wait_until, e);
       add(a, u, c.wait_cat, c.phase, c.wait_rank, u);

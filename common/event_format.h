@@ -69,6 +69,10 @@ enum RecordType : uint8_t {
                     // group library sends inside pvm_bcast/pvm_reduce)
   kRecvPart = 8,    // one message received inside the next kCall record, at t_enter from
                     // peer with tag and bytes_recv (PVM group calls)
+  kCutOff = 9,      // the call the thread was inside when the run ended abnormally (written
+                    // last, by the signal/exit path): entered at t_enter, cut off at t_leave;
+                    // peer/tag what it waited for (-1 unknown), comm its id (0xffffffff
+                    // unknown). Converted to an Enter and a Leave carrying invmw:cut_off.
 };
 
 enum RecordFlags : uint8_t {

@@ -7,8 +7,9 @@
 // normal MPI_Finalize path gathers exactly the same bytes to rank 0. One parser serves both.
 //
 // Layout of a dump: RankHeader, then RankHeader::num_funcs FuncRecord entries (functions with
-// at least one call). All integers little-endian as in memory; the version field changes
-// whenever the layout does.
+// at least one call), then, only when the rank ended abnormally inside an MPI call, one
+// OpenCallRecord (dumps without it, those of older versions included, read as "in no call").
+// All integers little-endian as in memory; the version field changes whenever the layout does.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +84,27 @@ struct FuncRecord {
   // bytes sent; with a receive side, by the bytes received.
   uint64_t hist_sent[kHistBins];
   uint64_t hist_recv[kHistBins];
+};
+
+// The call a rank was inside when its run ended abnormally (a survivor blocked in MPI_Recv
+// from a rank that died): the longest-open call over the rank's threads.
+constexpr uint32_t kOpenCallMagic = 0x434f4d49;  // "IMOC"
+enum OpenCallFlags : uint32_t {
+  kOpenPeerKnown = 1u << 0,  // peer and tag are what the call was given
+  kOpenCommKnown = 1u << 1,  // comm is a communicator id
+  kOpenToPeer = 1u << 2,     // peer is the destination (a send), not the source
+};
+struct OpenCallRecord {
+  uint32_t magic;        // kOpenCallMagic
+  uint32_t record_size;  // sizeof(OpenCallRecord)
+  char name[48];         // function
+  int32_t peer;          // world rank; -1 any source or none, -2 MPI_PROC_NULL
+  int32_t tag;
+  uint32_t comm;  // communicator id as in the trace defs (0 = MPI_COMM_WORLD)
+  uint32_t flags;
+  uint64_t enter_ticks;  // when the call was entered (RankHeader::end_ticks: when it was cut off)
+  int32_t thread;        // thread slot
+  uint32_t reserved;
 };
 
 }  // namespace invmw::raw

@@ -52,6 +52,10 @@ constexpr OTF2_AttributeRef kCoalescedAttribute = 0;
 constexpr OTF2_AttributeRef kPostedSourceAttribute = 1;  // communicator rank, -1 any source
 constexpr OTF2_AttributeRef kPostedTagAttribute = 2;     // -1 any tag
 constexpr OTF2_AttributeRef kPostedCommAttribute = 3;
+// On the Leave of a call the run's abnormal end cut off (trace::kCutOff): the call did not
+// return; its Leave is the time the rank's recording ended. The Enter of such a call carries
+// the posted_* attributes for what it waited for, when known.
+constexpr OTF2_AttributeRef kCutOffAttribute = 4;
 
 class Strings {
  public:
@@ -309,7 +313,7 @@ class RankWriter {
         counters = reinterpret_cast<const trace::CounterRecord*>(&r);
         continue;
       }
-      if (r.type > trace::kPause) {
+      if (r.type > trace::kPause && r.type != trace::kCutOff) {
         ++(*issues_)["records of unknown type skipped"];
         continue;
       }
@@ -395,6 +399,8 @@ class RankWriter {
         return WritePart(r);
       case trace::kCancelled:
         return Cancel(r);
+      case trace::kCutOff:
+        return WriteCutOff(r);
       case trace::kFlush:
       case trace::kPause: {
         const OTF2_RegionRef reg = r.type == trace::kFlush ? flush_region_ : pause_region_;
@@ -426,6 +432,35 @@ class RankWriter {
         return;
       }
     }
+  }
+
+  void WriteCutOff(const EventRecord& r) {
+    const FunctionInfo* f = Func(r.func);
+    if (!f) return;
+    OTF2_AttributeList* attrs = nullptr;
+    if (r.comm != 0xffffffffu) {
+      const uint32_t gcomm = GComm(r.comm);
+      attrs = coalesced_attrs_;
+      OTF2_AttributeValue v;
+      if (r.peer >= 0) {
+        uint32_t p = comms_.CommRank(gcomm, r.peer);
+        v.int32 = p == UINT32_MAX ? -1 : int32_t(p);
+        Check(OTF2_AttributeList_AddAttribute(attrs, kPostedSourceAttribute, OTF2_TYPE_INT32, v),
+              "AddAttribute");
+        v.int32 = r.tag;
+        Check(OTF2_AttributeList_AddAttribute(attrs, kPostedTagAttribute, OTF2_TYPE_INT32, v),
+              "AddAttribute");
+      }
+      v.commRef = gcomm;
+      Check(OTF2_AttributeList_AddAttribute(attrs, kPostedCommAttribute, OTF2_TYPE_COMM, v),
+            "AddAttribute");
+    }
+    Check(OTF2_EvtWriter_Enter(W(), attrs, T(r.t_enter), regions_[r.func]), "Enter");
+    OTF2_AttributeValue one;
+    one.uint8 = 1;
+    Check(OTF2_AttributeList_AddAttribute(coalesced_attrs_, kCutOffAttribute, OTF2_TYPE_UINT8, one),
+          "AddAttribute");
+    Check(OTF2_EvtWriter_Leave(W(), coalesced_attrs_, T(r.t_leave), regions_[r.func]), "Leave");
   }
 
   void WriteCall(const Unit& u) {
@@ -878,6 +913,10 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
   const OTF2_StringRef s_ptag_desc = str("tag a nonblocking receive was posted for (-1 any tag)");
   const OTF2_StringRef s_pcomm = str("invmw:posted_comm");
   const OTF2_StringRef s_pcomm_desc = str("communicator a nonblocking receive was posted on");
+  const OTF2_StringRef s_cutoff = str("invmw:cut_off");
+  const OTF2_StringRef s_cutoff_desc =
+      str("the call had not returned when the run ended abnormally: this Leave is the end of "
+          "the rank's recording, not the call's return");
   std::vector<OTF2_StringRef> s_mname, s_mdesc, s_munit;
   for (const auto& m : metric_defs.members) {
     s_mname.push_back(str(m.name));
@@ -896,6 +935,9 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
         "Attribute");
   Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedCommAttribute, s_pcomm, s_pcomm_desc,
                                             OTF2_TYPE_COMM),
+        "Attribute");
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCutOffAttribute, s_cutoff, s_cutoff_desc,
+                                            OTF2_TYPE_UINT8),
         "Attribute");
 
   for (size_t i = 0; i < regions.size(); ++i)

@@ -78,6 +78,7 @@ struct State {
   OTF2_AttributeRef attr_tag = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_comm = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_coalesced = OTF2_UNDEFINED_ATTRIBUTE;
+  OTF2_AttributeRef attr_cut_off = OTF2_UNDEFINED_ATTRIBUTE;
   std::vector<PendingSend> sends;
   std::vector<PendingRecv> recvs;
   size_t seq = 0;
@@ -163,6 +164,7 @@ OTF2_CallbackCode DefAttribute(void* u, OTF2_AttributeRef self, OTF2_StringRef n
   if (n == "invmw:posted_tag" && type == OTF2_TYPE_INT32) S(u)->attr_tag = self;
   if (n == "invmw:posted_comm" && type == OTF2_TYPE_COMM) S(u)->attr_comm = self;
   if (n == "invmw:coalesced_calls" && type == OTF2_TYPE_UINT64) S(u)->attr_coalesced = self;
+  if (n == "invmw:cut_off" && type == OTF2_TYPE_UINT8) S(u)->attr_cut_off = self;
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
@@ -205,7 +207,12 @@ OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
 }
 OTF2_CallbackCode EvLeave(INVMW_EVT_HEAD, OTF2_RegionRef region) {
   size_t li;
-  S(u)->Add(loc, time, TraceEvent::kLeave, &li).region = region;
+  TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kLeave, &li);
+  e.region = region;
+  uint8_t cut = 0;
+  if (attrs && S(u)->attr_cut_off != OTF2_UNDEFINED_ATTRIBUTE &&
+      OTF2_AttributeList_GetUint8(attrs, S(u)->attr_cut_off, &cut) == OTF2_SUCCESS && cut)
+    e.cut_off = true;
   if (!S(u)->open_enters[li].empty()) S(u)->open_enters[li].pop_back();
   return OTF2_CALLBACK_SUCCESS;
 }

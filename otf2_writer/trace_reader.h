@@ -56,6 +56,7 @@ struct TraceEvent {
   uint32_t coll_op = UINT32_MAX;
   uint32_t calls = 1;  // Enter: the calls one visit stands for (invmw:coalesced_calls)
   Type type = kOther;
+  bool cut_off = false;  // Leave: the run ended abnormally inside this call (invmw:cut_off)
 };
 const char* EventTypeName(TraceEvent::Type t);
 

@@ -36,14 +36,56 @@ class Call {
     if (__builtin_expect(ts_->counter_fd >= 0, 0))
       ReadCallCounters(ts_->counter_fd, ts_->counter_n, ts_->counters_enter);
     t0_ = clock::Ticks();
+    ThreadState::OpenCall& o = ts_->open;
+    o.t_enter = t0_;
+    o.comm = MPI_COMM_NULL;
+    o.known = false;
+    std::atomic_signal_fence(std::memory_order_release);
+    o.func1.store(uint32_t(f) + 1, std::memory_order_relaxed);
   }
   ~Call() {
-    if (on_) tls_in_call = false;
+    if (on_) {
+      ts_->open.func1.store(0, std::memory_order_relaxed);
+      tls_in_call = false;
+    }
   }
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
   bool on() const { return on_; }
+
+  // What the open call waits for (ThreadState::open), given before the PMPI call by the
+  // wrappers of blocking point-to-point calls, collectives and waits.
+  void OpenP2p(int peer, int tag, MPI_Comm comm, bool to_peer) {
+    ThreadState::OpenCall& o = ts_->open;
+    o.peer = peer;
+    o.tag = tag;
+    o.peer_world = false;
+    o.to_peer = to_peer;
+    std::atomic_signal_fence(std::memory_order_release);
+    o.known = true;
+    o.comm = comm;
+  }
+  void OpenComm(MPI_Comm comm) { ts_->open.comm = comm; }
+  // A wait on exactly one tracked request: its peer (a world rank), tag and communicator.
+  void OpenRequests(const RequestSnapshot& before) {
+    const ReqInfo* one = nullptr;
+    for (int i = 0; i < before.size(); ++i) {
+      const ReqInfo* r = before.info(i);
+      if (!r) continue;
+      if (one) return;
+      one = r;
+    }
+    if (!one || one->kind == ReqKind::kOther) return;
+    ThreadState::OpenCall& o = ts_->open;
+    o.peer = one->peer;
+    o.tag = one->tag;
+    o.peer_world = true;
+    o.to_peer = one->kind == ReqKind::kSend;
+    std::atomic_signal_fence(std::memory_order_release);
+    o.known = one->kind == ReqKind::kSend || one->kind == ReqKind::kRecv;
+    o.comm = one->comm;
+  }
 
   // --- recording methods, one per kind of call (see gen_wrappers.py) ---
   void Leave() {
@@ -253,6 +295,7 @@ class Call {
   }
 
   void Finish(uint64_t sent, uint64_t recv, unsigned dirs = kAuto) {
+    ts_->open.func1.store(0, std::memory_order_relaxed);
     uint64_t dt = clock::Ticks() - t0_;
     FuncStats& s = ts_->stats[f_];
     s.calls++;

@@ -147,6 +147,12 @@ const CommInfo* LookupComm(MPI_Comm comm) {
   return ci ? ci : &g_unknown;
 }
 
+const CommInfo* FindKnownComm(MPI_Comm comm) {
+  if (comm == MPI_COMM_WORLD) return &g_world;
+  if (comm == MPI_COMM_NULL) return nullptr;
+  return Find(g_comms, Key(comm));
+}
+
 void RegisterComm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return;
   std::lock_guard<std::mutex> lock(g_register_mutex);

@@ -29,6 +29,9 @@ struct CommInfo {
 // communicator; for MPI_COMM_NULL or a registry failure returns a static "unknown" entry.
 const CommInfo* LookupComm(MPI_Comm comm);
 void RegisterComm(MPI_Comm comm);
+// The entry of a communicator already registered, else nullptr: never registers, so it is
+// async-signal-safe (the abnormal-end paths).
+const CommInfo* FindKnownComm(MPI_Comm comm);
 void ForgetComm(MPI_Comm comm);
 
 // Window registry with the same purpose: target ranks of RMA calls as world ranks.

@@ -262,6 +262,20 @@ CLASS_BY_PREFIX = (('MPI_Comm_', 'comm'), ('MPI_Group_', 'comm'), ('MPI_Win_', '
                    ('MPI_File_', 'io'))
 
 
+def open_call(base, info):
+    """What a blocking call tells its thread's open-call slot before the PMPI call (what it
+    waits for, named if the run ends inside it: pmpi_wrap/thread_state.h, OpenCall)."""
+    if base in ('send', 'recv'):
+        return 'c.OpenP2p({peer}, {tag}, {comm}, %s);' % ('true' if base == 'send' else 'false')
+    if base in ('sendrecv', 'sendrecv_replace'):
+        return 'c.OpenP2p({dest}, {stag}, {comm}, true);'
+    if base in ('wait', 'waitall', 'waitany', 'waitsome'):
+        return 'c.OpenRequests(before);'
+    if info['post'].startswith('c.Coll(') and 'comm' in info['roles']:
+        return 'c.OpenComm({comm});'
+    return ''
+
+
 def func_class(name, kind):
     base = kind.split('+')[0]
     for cls, kinds in CLASS_BY_KIND.items():
@@ -530,6 +544,11 @@ def gen(args):
             return snippet.format(**varmap) if snippet else ''
 
         post = info['post']
+        pre = info.get('pre') or ''
+        if not kind.endswith('+req'):
+            opening = open_call(base, info)
+            if opening:
+                pre = (pre + ' ' + opening).strip()
         if kind.endswith('+req'):
             post = post.replace('c.Coll(', 'c.CollReq(*{req}, ').replace(
                 'c.Rma(', 'c.RmaReq(*{req}, ').replace('c.Io(', 'c.IoReq(*{req}, ')
@@ -549,8 +568,8 @@ def gen(args):
             v, cnt = info['statuses']
             lines.append(f'  if ({cvars[v]} == MPI_STATUSES_IGNORE) '
                          f'{cvars[v]} = invmw::wrap::Scratch().Statuses({cvars[cnt]});')
-        if info.get('pre'):
-            lines.append('  ' + expand(info['pre'], cvars))
+        if pre:
+            lines.append('  ' + expand(pre, cvars))
         lines.append(f'  int rc = P{name}({call_args});')
         lines.append('  if (rc == MPI_SUCCESS) {')
         lines.append('    ' + expand(post, cvars))
@@ -594,7 +613,7 @@ def gen(args):
             # Convert only the arguments the event uses: a handle conversion is a call into the
             # MPI library, and unused variables are compiler warnings.
             used_text = '\n'.join(subst + after + [expand(post, fvars),
-                                                    expand(info.get('pre') or '', fvars)])
+                                                    expand(pre, fvars)])
             while True:
                 kept = [(v, b) for v, b in before
                         if re.search(r'\b%s\b' % v, used_text + '\n'.join(
@@ -624,8 +643,8 @@ def gen(args):
             # The ignore-sentinel substitutions need the count before the call.
             body.extend(before)
             body.extend(subst)
-            if info.get('pre'):
-                body.append('  ' + expand(info['pre'], fvars))
+            if pre:
+                body.append('  ' + expand(pre, fvars))
             body.append(f'  reinterpret_cast<Fn>(real_fn.get())({", ".join(fcall)});')
             body.append('  if (ierr == nullptr || *ierr == MPI_SUCCESS) {')
             body.extend(after)

@@ -291,6 +291,48 @@ TEST_F(Merge, FileSizeLimitIsAnErrorNotASignal) {
 
 // The runtime's path: rank 0 gathers every dump; one that did not parse stays a default
 // RankData and must not become a second rank 0.
+// A rank ended inside a call: the dump's OpenCallRecord becomes ranks[].in_call and a
+// profile.txt sentence; a dump without one (older ones too) reads as in no call; a trailer that
+// is not an open-call record is rejected, named.
+TEST_F(Merge, OpenCallIsNamedInJsonAndText) {
+  raw::RankHeader h0 = Header(0, 2), h1 = Header(1, 2);
+  h0.flags = h1.flags = raw::kFlagIncomplete;
+  h0.end_reason = h1.end_reason = raw::kEndSignal;
+  h0.end_signal = 15;
+  h0.end_ticks = 5000000000ull;
+  raw::OpenCallRecord o{};
+  o.magic = raw::kOpenCallMagic;
+  o.record_size = sizeof o;
+  std::strcpy(o.name, "MPI_Recv");
+  o.peer = 1;
+  o.tag = 7;
+  o.comm = 0;
+  o.flags = raw::kOpenPeerKnown | raw::kOpenCommKnown;
+  o.enter_ticks = 4020000000ull;  // 0.98 s before the end at 1e9 ticks/s
+  Write("rank-000000.bin", h0, 5, std::string(reinterpret_cast<const char*>(&o), sizeof o));
+  Write("rank-000001.bin", h1);
+  ASSERT_TRUE(Merged());
+  const json p = Profile();
+  const json& c = p["ranks"][0]["in_call"];
+  ASSERT_TRUE(c.is_object()) << p["ranks"][0].dump();
+  EXPECT_EQ(c["function"], "MPI_Recv");
+  EXPECT_EQ(c["peer"], 1);
+  EXPECT_EQ(c["tag"], 7);
+  EXPECT_EQ(c["communicator"], 0);
+  EXPECT_NEAR(c["seconds"].get<double>(), 0.98, 1e-9);
+  EXPECT_TRUE(p["ranks"][1]["in_call"].is_null());
+  EXPECT_NE(Text().find("rank 0 was in MPI_Recv from rank 1, tag 7, for 0.98 s when the run "
+                        "ended"),
+            std::string::npos)
+      << Text();
+
+  o.magic = 0x12345678;
+  Write("rank-000000.bin", h0, 5, std::string(reinterpret_cast<const char*>(&o), sizeof o));
+  std::vector<std::string> problems;
+  ASSERT_TRUE(Merged(&problems));
+  EXPECT_TRUE(AnyHas(problems, "rank-000000.bin", "not an open-call record")) << problems.size();
+}
+
 TEST(BuildProfile, UnparsedAndRepeatedEntriesAreLeftOut) {
   std::vector<RankData> ranks(3);
   ASSERT_TRUE([&] {

@@ -120,6 +120,25 @@ bool ParseDump(const void* data, size_t size, RankData* out, std::string* error)
     *error = "dump truncated: " + std::to_string(size) + " of " + std::to_string(need) + " bytes";
     return false;
   }
+  out->open_call = raw::OpenCallRecord{};
+  if (size == need + sizeof(raw::OpenCallRecord)) {
+    raw::OpenCallRecord o;
+    std::memcpy(&o, static_cast<const char*>(data) + need, sizeof o);
+    if (o.magic != raw::kOpenCallMagic || o.record_size != sizeof o) {
+      *error = "the record after the last function record is not an open-call record (magic " +
+               std::to_string(o.magic) + ", size " + std::to_string(o.record_size) + ")";
+      return false;
+    }
+    if (o.enter_ticks > h.end_ticks) {
+      *error = "open call " + std::string(o.name, strnlen(o.name, sizeof o.name)) +
+               " entered after the rank's end (enter_ticks " + std::to_string(o.enter_ticks) +
+               " > end_ticks " + std::to_string(h.end_ticks) + ")";
+      return false;
+    }
+    o.name[sizeof o.name - 1] = '\0';
+    out->open_call = o;
+    need += sizeof o;
+  }
   if (size > need) {
     *error = std::to_string(size - need) + " bytes after the last of its " +
              std::to_string(h.num_funcs) + " records (" + std::to_string(need) +
@@ -170,6 +189,46 @@ bool ParseDumpFileName(const std::string& name, int* rank) {
 }
 
 namespace {
+
+// profile.json's ranks[].in_call: the call an abnormal end cut off, null when none.
+json InCallJson(const RankData& rd, const raw::RankHeader& h) {
+  const raw::OpenCallRecord& o = rd.open_call;
+  if (o.magic != raw::kOpenCallMagic) return nullptr;
+  const bool ok =
+      std::isfinite(h.ticks_per_second) && h.ticks_per_second > 0 && h.end_ticks >= o.enter_ticks;
+  json j = {{"function", std::string(o.name, strnlen(o.name, sizeof o.name))},
+            {"seconds",
+             ok ? json(double(h.end_ticks - o.enter_ticks) / h.ticks_per_second) : json(nullptr)},
+            {"thread", o.thread}};
+  if (o.flags & raw::kOpenPeerKnown) {
+    j["peer"] = o.peer >= 0 ? json(o.peer) : json(nullptr);
+    j["tag"] = o.tag;
+    j["peer_is"] = (o.flags & raw::kOpenToPeer) ? "destination" : "source";
+  }
+  if (o.flags & raw::kOpenCommKnown) j["communicator"] = o.comm;
+  return j;
+}
+
+// "rank 1 was in MPI_Recv from rank 0, tag 7, for 0.98 s when the run ended"
+std::string InCallSentence(const json& r) {
+  const json& c = r["in_call"];
+  std::ostringstream os;
+  const std::string fn = c.value("function", "");
+  os << "rank " << r.value("rank", -1) << " was in " << fn;
+  if (c.contains("peer") && c["peer"].is_number()) {
+    os << (c.value("peer_is", "") == "destination" ? " to rank " : " from rank ")
+       << c["peer"].get<int>();
+  }
+  if (c.contains("tag") && c["tag"].is_number()) os << ", tag " << c["tag"].get<int>();
+  if (c.contains("communicator") && c["communicator"].is_number() &&
+      c["communicator"].get<uint32_t>() != 0)
+    os << ", communicator " << c["communicator"].get<uint32_t>();
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f",
+                c["seconds"].is_number() ? c["seconds"].get<double>() : 0.0);
+  os << ", for " << secs << " s when the run ended";
+  return os.str();
+}
 
 const char* EndReasonName(uint32_t r) {
   switch (r) {
@@ -357,6 +416,7 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                       {"dropped_requests", h.dropped_requests},
                       {"errors", h.errors},
                       {"functions", fns}});
+    jranks.back()["in_call"] = InCallJson(*r, h);
   }
   json missing = json::array();
   for (int i = 0; i < world; ++i)
@@ -465,6 +525,10 @@ std::string RenderText(const json& p) {
   os << " on " << hosts << "\n";
   if (!p["missing_ranks"].empty())
     os << "  missing:     ranks " << p["missing_ranks"].dump() << " saved no data\n";
+  if (p.contains("ranks") && p["ranks"].is_array())
+    for (const auto& r : p["ranks"])
+      if (r.is_object() && r.contains("in_call") && r["in_call"].is_object())
+        os << "  cut off:     " << InCallSentence(r) << "\n";
   if (const std::string d = DroppedNote(p); !d.empty()) os << "  NOT RECORDED: " << d << "\n";
   if (p.contains("raw_problems") && p["raw_problems"].is_array()) {
     os << "  RAW DATA PROBLEMS (left out, or sums saturated):\n";

@@ -20,6 +20,9 @@ namespace invmw::profile {
 struct RankData {
   raw::RankHeader header{};
   std::vector<raw::FuncRecord> funcs;
+  // The call the rank was inside when it ended abnormally (raw_format.h); open_call.magic == 0
+  // when none (a normal end, a dump without the record).
+  raw::OpenCallRecord open_call{};
 };
 
 // Run metadata recorded by rank 0 at MPI_Init (meta.json).

@@ -567,7 +567,64 @@ size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap) {
     rec[n++] = r;
   }
   h->num_funcs = n;
-  return sizeof(raw::RankHeader) + size_t(n) * sizeof(raw::FuncRecord);
+  size_t size = sizeof(raw::RankHeader) + size_t(n) * sizeof(raw::FuncRecord);
+  // An abnormal end inside a call: name the call open longest (the one the rank waited in).
+  if (end_reason == raw::kEndFinalize || size + sizeof(raw::OpenCallRecord) > cap) return size;
+  OpenCallInfo best{};
+  int best_thread = -1;
+  for (int t = 0; t < nthreads; ++t) {
+    OpenCallInfo oc;
+    if (ResolveOpenCall(ThreadAt(t), &oc) && (best_thread < 0 || oc.t_enter < best.t_enter)) {
+      best = oc;
+      best_thread = t;
+    }
+  }
+  if (best_thread < 0) return size;
+  raw::OpenCallRecord o;
+  std::memset(&o, 0, sizeof o);
+  o.magic = raw::kOpenCallMagic;
+  o.record_size = sizeof o;
+  CopyCString(o.name, kFuncNames[best.func]);
+  o.peer = best.peer;
+  o.tag = best.tag;
+  o.comm = best.comm;
+  o.flags = best.flags;
+  o.enter_ticks = best.t_enter > h->end_ticks ? h->end_ticks : best.t_enter;
+  o.thread = best_thread;
+  std::memcpy(buf + size, &o, sizeof o);
+  return size + sizeof o;
+}
+
+bool ResolveOpenCall(const ThreadState* ts, OpenCallInfo* out) {
+  if (!ts) return false;
+  uint32_t f1 = ts->open.func1.load(std::memory_order_relaxed);
+  if (f1 == 0 || f1 > uint32_t(kNumFuncs)) return false;
+  std::atomic_signal_fence(std::memory_order_acquire);
+  const ThreadState::OpenCall& o = ts->open;
+  out->func = uint16_t(f1 - 1);
+  out->t_enter = o.t_enter;
+  out->peer = kPeerNone;
+  out->tag = -1;
+  out->comm = 0xffffffffu;
+  out->flags = 0;
+  MPI_Comm comm = o.comm;
+  const CommInfo* ci = FindKnownComm(comm);
+  if (ci && ci->id != 0xffffffffu) {
+    out->comm = ci->id;
+    out->flags |= raw::kOpenCommKnown;
+  }
+  if (o.known) {
+    out->tag = o.tag;
+    if (o.peer_world)
+      out->peer = o.peer;
+    else if (o.peer == MPI_PROC_NULL)
+      out->peer = kPeerProcNull;
+    else if (ci)
+      out->peer = PeerWorldRank(ci, o.peer);
+    out->flags |= raw::kOpenPeerKnown;
+    if (o.to_peer) out->flags |= raw::kOpenToPeer;
+  }
+  return true;
 }
 
 namespace {
@@ -729,7 +786,8 @@ void OnInit(uint64_t enter_ticks) {
     Warn("INVMW_WRAP_MAX_REQUESTS must be 1024..16777216; using the nearest");
   if (!InitRequestTable(g.cfg.WRAP_MAX_REQUESTS))
     Warn("no memory for the request table; nonblocking requests are not tracked");
-  g_dump_cap = sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs);
+  g_dump_cap = sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs) +
+               sizeof(raw::OpenCallRecord);
   g_dump_buf = static_cast<char*>(std::calloc(1, g_dump_cap));
 
   InitCommTable();

@@ -73,6 +73,20 @@ void OnAbort();
 // async-signal-safe operations: usable from a signal handler.
 size_t FillRawDump(uint32_t end_reason, int end_signal, char* buf, size_t cap);
 
+// The call thread slot ts is inside (ThreadState::open), with its peer as a world rank and its
+// communicator as an id (raw::OpenCallFlags say which are known). False when it is in none.
+// Async-signal-safe.
+struct OpenCallInfo {
+  uint16_t func;
+  uint64_t t_enter;
+  int32_t peer;
+  int32_t tag;
+  uint32_t comm;
+  uint32_t flags;
+};
+struct ThreadState;
+bool ResolveOpenCall(const ThreadState* ts, OpenCallInfo* out);
+
 // An output file not written because an entry of its name existed (a link is never followed,
 // an existing file never replaced): counted as an error and reported once at the end of the
 // run. Allocation-free.

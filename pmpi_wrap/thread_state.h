@@ -55,6 +55,19 @@ struct ThreadState {
   std::atomic<void*> shared_ring;
   std::atomic<uint64_t> shared_head;
   std::atomic<uint64_t> shared_tail;
+  // The call this thread is inside, for an abnormal end (a rank killed while it waits): written
+  // at entry with plain stores, cleared when the call records its exit, read by the signal and
+  // exit paths (FillRawDump, TraceSaveFromSignal) to say which call the run cut off.
+  struct OpenCall {
+    std::atomic<uint32_t> func1;  // function + 1; 0: in no recorded call
+    uint64_t t_enter;             // ticks
+    MPI_Comm comm;                // MPI_COMM_NULL: not known
+    int32_t peer;                 // rank in comm, or a world rank when peer_world
+    int32_t tag;
+    bool peer_world;
+    bool to_peer;  // peer is the destination (a send), not the source
+    bool known;    // peer and tag were given (p2p calls, a wait on one request)
+  } open;
 };
 
 // The calling thread's state, attaching the thread on its first call; nullptr when the

@@ -93,6 +93,13 @@ void TraceBuffer::DrainFromSignal() {
   if (locked) drain_mutex_.unlock();
 }
 
+void TraceBuffer::AppendFromSignal(const trace::EventRecord& r) {
+  if (fd_ < 0) return;
+  bool locked = drain_mutex_.try_lock();
+  if (WriteAll(fd_, &r, sizeof r)) written_.fetch_add(1, std::memory_order_relaxed);
+  if (locked) drain_mutex_.unlock();
+}
+
 bool TraceBuffer::PushFull(const trace::EventRecord& r) {
   if (capacity_ == 0 || !g.trace_flush_on_full) {
     dropped_.fetch_add(1, std::memory_order_relaxed);

@@ -42,6 +42,9 @@ class TraceBuffer {
   uint64_t Drain();
   // Async-signal-safe variant for abnormal ends: no lock, no allocation.
   void DrainFromSignal();
+  // Abnormal end, after DrainFromSignal: appends r to the file directly (the ring's owner may be
+  // another thread, itself stopped inside a call). Async-signal-safe.
+  void AppendFromSignal(const trace::EventRecord& r);
   uint64_t pending() const {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
   }

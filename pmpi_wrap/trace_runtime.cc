@@ -211,6 +211,25 @@ void TraceFinalize() {
 void TraceSaveFromSignal() {
   if (g_defs_fd < 0) return;
   DrainAllTraceBuffers(true);
+  // Each thread stopped inside a call gets that call as a kCutOff record, ending now: its
+  // Enter and a Leave marked as cut off in the trace (docs/otf2.md).
+  const uint64_t now = TraceTime(clock::Ticks());
+  for (int t = 0, n = ThreadCount(); t < n; ++t) {
+    ThreadState* ts = ThreadAt(t);
+    OpenCallInfo oc;
+    if (!ts || !ts->trace || !ResolveOpenCall(ts, &oc)) continue;
+    trace::EventRecord r{};
+    r.type = trace::kCutOff;
+    r.func = oc.func;
+    r.t_enter = TraceTime(oc.t_enter);
+    r.t_leave = now > r.t_enter ? now : r.t_enter;
+    r.peer = (oc.flags & raw::kOpenPeerKnown) ? oc.peer : kPeerNone;
+    r.tag = (oc.flags & raw::kOpenPeerKnown) ? oc.tag : -1;
+    r.comm = oc.comm;
+    r.peer2 = kPeerNone;
+    r.tag2 = -1;
+    ts->trace->AppendFromSignal(r);
+  }
 }
 
 void TraceAttachThread(ThreadState* ts) {
