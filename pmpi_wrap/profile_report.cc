@@ -284,10 +284,12 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                            ? h.ticks_per_second
                            : std::numeric_limits<double>::quiet_NaN();
     json fns = json::object();
-    double mpi_s = 0;
+    double mpi_s = 0, init_call_s = 0;
     for (const auto& f : r->funcs) {
       double t = double(f.ticks) / tps;
       mpi_s += t;
+      if (std::strcmp(f.name, "MPI_Init") == 0 || std::strcmp(f.name, "MPI_Init_thread") == 0)
+        init_call_s += t;
       fns[f.name] = {{"calls", f.calls},
                      {"time_s", t},
                      {"max_call_s", double(f.max_ticks) / tps},
@@ -325,6 +327,10 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                       {"mpi_s", mpi_s},
                       {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
                       {"mpi_init_s", h.mpi_init_s},
+                      // The MPI_Init call (as the application saw it) minus PMPI_Init's own
+                      // time: invmw's start-up. 0 when MPI_Init was not recorded, and in dumps
+                      // of earlier versions, which counted PMPI_Init's time only.
+                      {"invmw_init_s", std::max(0.0, init_call_s - h.mpi_init_s)},
                       {"incomplete", rank_incomplete},
                       {"end", EndReasonName(h.end_reason)},
                       {"end_signal", h.end_signal},
