@@ -1,5 +1,6 @@
 #include "pmpi_wrap/runtime.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #if __has_include(<valgrind/helgrind.h>)
@@ -244,6 +245,21 @@ std::string CommandLine() {
 
 void Warn(const std::string& msg) {
   if (g.rank <= 0) std::fprintf(stderr, "invmw: warning: %s\n", msg.c_str());
+}
+
+// Bytes of the raw event files (raw/events-*.bin, regular files only) of the run in dir.
+uint64_t RawEventBytes(const std::string& dir) {
+  uint64_t total = 0;
+  DIR* d = opendir((dir + "/raw").c_str());
+  if (!d) return 0;
+  while (const dirent* e = readdir(d)) {
+    struct stat st;
+    if (std::strncmp(e->d_name, "events-", 7) == 0 &&
+        fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      total += uint64_t(st.st_size);
+  }
+  closedir(d);
+  return total;
 }
 
 std::string Parent(const std::string& d) {
@@ -879,9 +895,18 @@ void OnFinalize() {
         try {
           otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
           for (const auto& p : r.problems) Warn("trace: " + p);
-          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
+          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET) {
             std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
                          (unsigned long long)r.events_out);
+            if (const uint64_t raw = RawEventBytes(g.output_dir); raw > 0)
+              std::fprintf(stderr,
+                           "invmw: note: the raw trace it was built from stays in %s/raw "
+                           "(%.1f %s of events-*.bin, for `invmw trace recover`); the archive "
+                           "does not need it: rm %s/raw/events-*.bin\n",
+                           g.output_dir.c_str(),
+                           raw >= 1000000 ? double(raw) / 1e6 : double(raw) / 1e3,
+                           raw >= 1000000 ? "MB" : "kB", g.output_dir.c_str());
+          }
         } catch (const std::exception& e) {
           Warn(std::string("trace not converted: ") + e.what());
         } catch (...) {
