@@ -648,9 +648,6 @@ void StartSampler() {
   o.warn = [](const std::string& m) { WarnOnce("sampler: " + m); };
   o.note = [](const std::string& m) { NoteOnce("sampler: " + m); };
   o.existing = [](const std::string& p) { OutputExists(p.c_str()); };
-  // The sources open on the sampler's thread while the application runs: PAPI's initialisation
-  // alone took 4-14 ms here, which would otherwise be spent inside the application's MPI_Init.
-  o.wait_ready = false;
   std::string err;
   // A file that existed is reported at the end, with the others.
   if (!sampler::Start(o, &err) && g_outputs_refused.load() == 0)

@@ -233,7 +233,6 @@ class Sampler {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     thread_ = std::thread([this] { Run(); });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (!opt_.wait_ready) return true;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return ready_; });
     if (metrics_.empty()) {
@@ -423,8 +422,8 @@ class Sampler {
         out_.assign(metrics_.size(), 0.0);
         record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
         WriteHeaders(Now());
-        // The first sample (the base of accumulated metrics): with wait_ready, before Start
-        // returns, so whatever the caller does afterwards is counted; without, a few ms later.
+        // The first sample (the base of accumulated metrics) is taken before Start returns,
+        // so whatever the application does afterwards is counted.
         start_ticks_ = Now();
         SendStreamInfo();
         TakeSample();
@@ -433,10 +432,7 @@ class Sampler {
     }
     open_cpu_s_ = ThreadCpu();
     cv_.notify_all();
-    if (metrics_.empty()) {
-      if (!opt_.wait_ready) Warn("no source could be opened; no samples");
-      return;
-    }
+    if (metrics_.empty()) return;
     using Clock = std::chrono::steady_clock;
     // Samples fall on multiples of the interval of the monotonic clock, which every process of
     // a node shares: the ranks' sampler threads wake together, so ranks that wait for each

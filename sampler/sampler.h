@@ -51,11 +51,6 @@ struct StartOptions {
   // Called with the path of an output file not written because an entry of its name existed
   // (files are created exclusively and links never followed); null: a warning says so.
   std::function<void(const std::string&)> existing;
-  // true: Start returns once the sources are open and the first sample is taken (a source
-  // failure is Start's error). false: Start returns when the thread is started; the sources
-  // open on it while the caller goes on (PAPI's initialisation took 4-14 ms here, which the
-  // runtime must not spend inside the application's MPI_Init), and "no source" is a warning.
-  bool wait_ready = true;
 
   bool IsValid(std::string* error) const;
 };
