@@ -656,19 +656,8 @@ void StartSampler() {
 
 }  // namespace
 
-void BeforeInit() {
-  // A singleton's load-time sampler (g_nonmpi) may be using PAPI right now.
-  if (g_mpi_mismatch || g.initialized || g_nonmpi) return;
-  const config::Config cfg = config::Load();
-  if (cfg.WRAP_ENABLE) sampler::PreInitAsync(cfg);
-}
-
 void OnInit(uint64_t enter_ticks) {
   if (g_mpi_mismatch || g.initialized) return;
-  // BeforeInit's thread is joined on every way out of here (sampler::Start joins it first).
-  struct JoinPreInit {
-    ~JoinPreInit() { sampler::JoinPreInit(); }
-  } join_pre_init;
   // First: PMPI_Init has just returned, and invmw's own start-up (invmw:init) begins here.
   g_init_anchor = clock::TakeAnchor();
   InitSharedRequests();

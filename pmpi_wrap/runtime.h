@@ -61,9 +61,6 @@ extern bool g_mpi_mismatch;
 // Turns recording on or off for every enabled function (MPI_Pcontrol, init, finalize, ends).
 void SetRecording(bool on);
 
-// Called by the MPI_Init / MPI_Init_thread wrappers before PMPI_Init*: start-up work that can
-// run beside the MPI library's own (PAPI's initialisation for the sampler).
-void BeforeInit();
 // Called by the MPI_Init / MPI_Init_thread wrappers after PMPI_Init* succeeded.
 void OnInit(uint64_t enter_ticks);
 // Called by the MPI_Finalize wrapper before PMPI_Finalize: stops recording, writes the raw dump

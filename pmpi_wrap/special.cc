@@ -76,7 +76,6 @@ FortranSymbol f_abort("pmpi_abort");
 
 void FortranInit(MPI_Fint* ierr) {
   uint64_t t0 = clock::Ticks();
-  BeforeInit();
   tls_in_call = true;  // MPICH's Fortran layer calls the C MPI_Init
   reinterpret_cast<void (*)(MPI_Fint*)>(f_init.get())(ierr);
   tls_in_call = false;
@@ -88,7 +87,6 @@ void FortranInit(MPI_Fint* ierr) {
 
 void FortranInitThread(MPI_Fint* required, MPI_Fint* provided, MPI_Fint* ierr) {
   uint64_t t0 = clock::Ticks();
-  BeforeInit();
   tls_in_call = true;
   reinterpret_cast<void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*)>(f_init_thread.get())(required,
                                                                                    provided, ierr);
@@ -129,7 +127,6 @@ __attribute__((visibility("hidden"))) char invmw_mpi_mismatch = 0;
 __attribute__((visibility("hidden"))) int invmw_c_MPI_Init(int* argc, char*** argv) {
   uint64_t t0 = invmw::clock::Ticks();
   bool nested = tls_in_call;
-  if (!nested) BeforeInit();
   int rc = PMPI_Init(argc, argv);
   if (rc == MPI_SUCCESS && !nested) {
     OnInit(t0);
@@ -142,7 +139,6 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Init_thread(int* argc, cha
                                                                   int required, int* provided) {
   uint64_t t0 = invmw::clock::Ticks();
   bool nested = tls_in_call;
-  if (!nested) BeforeInit();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS && !nested) {
     OnInit(t0);

@@ -25,8 +25,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <papi.h>
-
 #include "common/clock.h"
 #include "common/run_dir.h"
 #include "common/sample_format.h"
@@ -591,40 +589,10 @@ std::mutex g_mu;
 Sampler* g_sampler = nullptr;
 Stats g_last;
 
-// PreInitAsync's thread: never destroyed (see above), joined by JoinPreInit.
-std::mutex g_preinit_mu;
-std::thread* g_preinit = nullptr;
-
 }  // namespace
-
-void PreInitAsync(const config::Config& cfg) {
-  if (!cfg.SAMPLER_ENABLE || cfg.SAMPLER_PAPI.empty()) return;
-  const auto& want = cfg.SAMPLER_SOURCES;
-  if (!want.empty() && std::find(want.begin(), want.end(), "counters") == want.end()) return;
-  std::lock_guard<std::mutex> lock(g_preinit_mu);
-  static bool once = false;
-  if (once) return;
-  once = true;
-  try {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    g_preinit = new std::thread([] {
-      if (PAPI_is_initialized() == PAPI_NOT_INITED) PAPI_library_init(PAPI_VER_CURRENT);
-    });
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  } catch (...) {  // no thread: the counters source initialises PAPI itself
-  }
-}
-
-void JoinPreInit() {
-  std::lock_guard<std::mutex> lock(g_preinit_mu);
-  if (g_preinit && g_preinit->joinable()) g_preinit->join();
-}
 
 bool Start(const StartOptions& options, std::string* error) {
   std::string e;
-  JoinPreInit();  // PAPI is used by one thread at a time
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_sampler) {

@@ -56,12 +56,6 @@ struct StartOptions {
 };
 
 bool Start(const StartOptions& options, std::string* error);
-// Optional, before the application's MPI_Init: PAPI's initialisation (2-6 ms here) runs on a
-// background thread while the MPI library starts, not later inside Start (when the
-// configuration wants the counters source). Start waits for it; JoinPreInit waits without
-// starting (a caller that may not reach Start calls it, so no thread outlives its use).
-void PreInitAsync(const config::Config& cfg);
-void JoinPreInit();
 void Stop();
 
 // For tests and the benchmark: what the last sampler did (filled by Stop).
