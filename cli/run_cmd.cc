@@ -551,7 +551,13 @@ int Run(int argc, char** argv) {
                    e.what(), out.c_str(), out.c_str());
     }
   } else if (traced && !quiet) {
-    std::fprintf(stderr, "invmw: trace: %s/traces.otf2\n", out.c_str());
+    // Rank 0 of an MPI job announced the archive it wrote, unless the ranks were told to be
+    // quiet; a PVM run's merge did not.
+    bool ranks_quiet = false;
+    for (const auto& [k, v] : vars)
+      if (k == "INVMW_RUNTIME_QUIET") ranks_quiet = !v.empty() && v != "0" && v != "false";
+    if (ranks_quiet || pvm::HasPvmData(out))
+      std::fprintf(stderr, "invmw: trace: %s/traces.otf2\n", out.c_str());
   }
 
   if (WIFSIGNALED(status)) {

@@ -73,6 +73,9 @@ enum RecordType : uint8_t {
                     // last, by the signal/exit path): entered at t_enter, cut off at t_leave;
                     // peer/tag what it waited for (-1 unknown), comm its id (0xffffffff
                     // unknown). Converted to an Enter and a Leave carrying invmw:cut_off.
+  kInit = 10,       // invmw's own start-up inside the next kCall record (MPI_Init or
+                    // MPI_Init_thread): t_enter (the MPI library's PMPI_Init returned) ..
+                    // t_leave (the application's MPI_Init returns); an invmw:init region
 };
 
 enum RecordFlags : uint8_t {

@@ -194,8 +194,8 @@ class RankWriter {
  public:
   RankWriter(OTF2_Archive* archive, const RawRank& rank, const CommMap& comms,
              const std::vector<FunctionInfo>& funcs, const std::vector<OTF2_RegionRef>& regions,
-             OTF2_RegionRef flush_region, OTF2_RegionRef pause_region, const ClockModel& clock,
-             std::map<std::string, uint64_t>* issues)
+             OTF2_RegionRef flush_region, OTF2_RegionRef pause_region, OTF2_RegionRef init_region,
+             const ClockModel& clock, std::map<std::string, uint64_t>* issues)
       : archive_(archive),
         rank_(rank),
         comms_(comms),
@@ -203,6 +203,7 @@ class RankWriter {
         regions_(regions),
         flush_region_(flush_region),
         pause_region_(pause_region),
+        init_region_(init_region),
         clock_(clock),
         issues_(issues),
         coalesced_attrs_(OTF2_AttributeList_New()) {}
@@ -296,7 +297,7 @@ class RankWriter {
 
   static bool Nestable(uint8_t type) {
     return type == trace::kCompletion || type == trace::kFlush || type == trace::kCancelled ||
-           type == trace::kSendPart || type == trace::kRecvPart;
+           type == trace::kSendPart || type == trace::kRecvPart || type == trace::kInit;
   }
 
   std::vector<Unit> MakeUnits(const std::vector<EventRecord>& recs) {
@@ -402,8 +403,11 @@ class RankWriter {
       case trace::kCutOff:
         return WriteCutOff(r);
       case trace::kFlush:
+      case trace::kInit:
       case trace::kPause: {
-        const OTF2_RegionRef reg = r.type == trace::kFlush ? flush_region_ : pause_region_;
+        const OTF2_RegionRef reg = r.type == trace::kFlush  ? flush_region_
+                                   : r.type == trace::kInit ? init_region_
+                                                            : pause_region_;
         Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), reg), "Enter");
         Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
         return;
@@ -566,9 +570,9 @@ class RankWriter {
       else if (n->type == trace::kCancelled)
         Cancel(*n);
       else {
-        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(n->t_enter), flush_region_), "Enter");
-        Check(OTF2_EvtWriter_Leave(W(), nullptr, T(std::min(n->t_leave, r.t_leave)), flush_region_),
-              "Leave");
+        const OTF2_RegionRef reg = n->type == trace::kInit ? init_region_ : flush_region_;
+        Check(OTF2_EvtWriter_Enter(W(), nullptr, T(n->t_enter), reg), "Enter");
+        Check(OTF2_EvtWriter_Leave(W(), nullptr, T(std::min(n->t_leave, r.t_leave)), reg), "Leave");
       }
     }
     switch (f->op) {
@@ -707,7 +711,7 @@ class RankWriter {
   const CommMap& comms_;
   const std::vector<FunctionInfo>& funcs_;
   const std::vector<OTF2_RegionRef>& regions_;
-  OTF2_RegionRef flush_region_, pause_region_;
+  OTF2_RegionRef flush_region_, pause_region_, init_region_;
   const ClockModel& clock_;
   std::map<std::string, uint64_t>* issues_;
   OTF2_AttributeList* coalesced_attrs_;  // event attributes; emptied by each write that uses it
@@ -749,6 +753,9 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
       region("invmw:flush", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
   const OTF2_RegionRef pause_region =
       region("invmw:paused", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  // invmw's start-up inside MPI_Init (the profile's ranks[i].invmw_init_s).
+  const OTF2_RegionRef init_region =
+      region("invmw:init", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
 
   OTF2_Archive* archive =
       OpenArchiveForWriting(run_dir, name, options.chunk_size_events, options.chunk_size_defs);
@@ -792,8 +799,8 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
     if (rank.damaged) result.partial = true;
     for (const auto& t : rank.threads) result.records_in += t.records.size();
     std::map<std::string, uint64_t> rank_issues;
-    RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, clocks[rank.rank],
-                 &rank_issues);
+    RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, init_region,
+                 clocks[rank.rank], &rank_issues);
     if (!rank.counter_names.empty()) {
       std::vector<uint32_t> set;
       for (size_t i = 0; i < rank.counter_names.size() && i < 3; ++i)

@@ -8,9 +8,9 @@
 // What is written (docs/otf2.md has the full mapping): one location group per rank, one
 // location per recorded thread, MPI-paradigm regions with roles, the MPI records (p2p with
 // peers as communicator ranks, nonblocking requests, collectives, communicator creation),
-// "invmw:flush" and "invmw:paused" regions, communicators with COMM_LOCATIONS / COMM_GROUP
-// groups, clock properties, and per-location ClockOffset definitions. Event timestamps are each
-// rank's own ticks; OTF2 readers apply the clock offsets (see clock_model.h).
+// "invmw:flush", "invmw:paused" and "invmw:init" regions, communicators with COMM_LOCATIONS /
+// COMM_GROUP groups, clock properties, and per-location ClockOffset definitions. Event timestamps
+// are each rank's own ticks; OTF2 readers apply the clock offsets (see clock_model.h).
 //
 // Contract: returns a result whose `problems` lists everything dropped or doubtful; throws
 // std::runtime_error naming the archive when nothing can be converted (no raw trace) or the

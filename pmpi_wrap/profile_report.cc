@@ -351,11 +351,12 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                            ? h.ticks_per_second
                            : std::numeric_limits<double>::quiet_NaN();
     json fns = json::object();
-    double mpi_s = 0, init_s = 0;
+    double mpi_s = 0, init_call_s = 0;
     for (const auto& f : r->funcs) {
       double t = double(f.ticks) / tps;
       mpi_s += t;
-      if (!std::strcmp(f.name, "MPI_Init") || !std::strcmp(f.name, "MPI_Init_thread")) init_s += t;
+      if (std::strcmp(f.name, "MPI_Init") == 0 || std::strcmp(f.name, "MPI_Init_thread") == 0)
+        init_call_s += t;
       fns[f.name] = {{"calls", f.calls},
                      {"time_s", t},
                      {"max_call_s", double(f.max_ticks) / tps},
@@ -394,9 +395,10 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
     any_incomplete |= rank_incomplete;
     wall.Add(h.wall_s, h.rank);
     mpi_time.Add(mpi_s, h.rank);
-    // Start-up left out: MPI_Init's own time from the MPI time, its span from the wall time.
-    const double mpi_after_init = std::max(0.0, mpi_s - init_s);
-    const double wall_after_init = std::max(0.0, h.wall_s - h.mpi_init_s);
+    // Start-up left out: the MPI_Init call (the library's and invmw's start-up) from the MPI
+    // time and from the wall time, which both begin at its entry.
+    const double mpi_after_init = std::max(0.0, mpi_s - init_call_s);
+    const double wall_after_init = std::max(0.0, h.wall_s - std::max(h.mpi_init_s, init_call_s));
     mpi_after_init_sum += mpi_after_init;
     wall_after_init_sum += wall_after_init;
     const double share_wo_init = wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0;
@@ -408,6 +410,10 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
                       {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
                       {"mpi_init_s", h.mpi_init_s},
                       {"mpi_share_without_init", share_wo_init},
+                      // The MPI_Init call (as the application saw it) minus PMPI_Init's own
+                      // time: invmw's start-up. 0 when MPI_Init was not recorded, and in dumps
+                      // of earlier versions, which counted PMPI_Init's time only.
+                      {"invmw_init_s", std::max(0.0, init_call_s - h.mpi_init_s)},
                       {"incomplete", rank_incomplete},
                       {"end", EndReasonName(h.end_reason)},
                       {"end_signal", h.end_signal},

@@ -1,5 +1,6 @@
 #include "pmpi_wrap/runtime.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #if __has_include(<valgrind/helgrind.h>)
@@ -82,6 +83,9 @@ char* g_dump_buf = nullptr;
 size_t g_dump_cap = 0;
 std::atomic<bool> g_dumped{false};
 clock::Anchor g_init_anchor;
+// Taken when the library is loaded: at MPI_Init, the interval since (PMPI_Init's hundreds of ms)
+// gives the tick rate without the 1 ms busy calibration inside the application's MPI_Init.
+clock::Anchor g_load_anchor;
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
                             SIGTERM, SIGINT, SIGQUIT, SIGHUP};
 struct sigaction g_old_actions[sizeof(kSignals) / sizeof(kSignals[0])];
@@ -240,6 +244,21 @@ std::string CommandLine() {
 
 void Warn(const std::string& msg) {
   if (g.rank <= 0) std::fprintf(stderr, "invmw: warning: %s\n", msg.c_str());
+}
+
+// Bytes of the raw event files (raw/events-*.bin, regular files only) of the run in dir.
+uint64_t RawEventBytes(const std::string& dir) {
+  uint64_t total = 0;
+  DIR* d = opendir((dir + "/raw").c_str());
+  if (!d) return 0;
+  while (const dirent* e = readdir(d)) {
+    struct stat st;
+    if (std::strncmp(e->d_name, "events-", 7) == 0 &&
+        fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      total += uint64_t(st.st_size);
+  }
+  closedir(d);
+  return total;
 }
 
 std::string Parent(const std::string& d) {
@@ -435,6 +454,7 @@ void FinishNonMpi() {
 }
 
 __attribute__((constructor)) void OnLoad() {
+  g_load_anchor = clock::TakeAnchor();
   CheckMpiFlavor();
   pthread_atfork(nullptr, nullptr, OnForkChild);
 }
@@ -698,13 +718,16 @@ void StartSampler() {
 
 void OnInit(uint64_t enter_ticks) {
   if (g_mpi_mismatch || g.initialized) return;
+  // First: PMPI_Init has just returned, and invmw's own start-up (invmw:init) begins here.
+  g_init_anchor = clock::TakeAnchor();
   InitSharedRequests();
   g.cfg = config::Load();
   g.init_enter_ticks = enter_ticks;
-  g_init_anchor = clock::TakeAnchor();
   g.init_ticks = g_init_anchor.ticks;
   g.init_realtime_ns = clock::RealtimeNs();
-  g.ticks_per_second = clock::CalibrateTicksPerSecond(1000000);
+  const double since_load =
+      g_load_anchor.mono_ns > 0 ? clock::TicksPerSecond(g_load_anchor, g_init_anchor) : 0;
+  g.ticks_per_second = since_load > 0 ? since_load : clock::CalibrateTicksPerSecond(1000000);
   PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
   gethostname(g.host, sizeof g.host - 1);
@@ -930,9 +953,18 @@ void OnFinalize() {
         try {
           otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
           for (const auto& p : r.problems) Warn("trace: " + p);
-          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET)
+          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET) {
             std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
                          (unsigned long long)r.events_out);
+            if (const uint64_t raw = RawEventBytes(g.output_dir); raw > 0)
+              std::fprintf(stderr,
+                           "invmw: note: the raw trace it was built from stays in %s/raw "
+                           "(%.1f %s of events-*.bin, for `invmw trace recover`); the archive "
+                           "does not need it: rm %s/raw/events-*.bin\n",
+                           g.output_dir.c_str(),
+                           raw >= 1000000 ? double(raw) / 1e6 : double(raw) / 1e3,
+                           raw >= 1000000 ? "MB" : "kB", g.output_dir.c_str());
+          }
         } catch (const std::exception& e) {
           Warn(std::string("trace not converted: ") + e.what());
         } catch (...) {

@@ -52,6 +52,9 @@ class TraceBuffer {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint64_t flushes() const { return flushes_.load(std::memory_order_relaxed); }
   uint64_t written() const { return written_.load(std::memory_order_relaxed); }
+  // Writer thread: faults the ring's pages in, if the constructor left that to it.
+  void TouchInBackground();
+  bool untouched() const { return untouched_.load(std::memory_order_relaxed); }
 
  private:
   bool PushFull(const trace::EventRecord& r);
@@ -67,6 +70,7 @@ class TraceBuffer {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> flushes_{0};
   std::atomic<uint64_t> written_{0};
+  std::atomic<bool> untouched_{false};
   std::mutex drain_mutex_;
 };
 

@@ -30,6 +30,11 @@ equal the profile's dropped_thread_calls / dropped_requests summed over ranks (a
 message pairing is skipped (a dropped send or completion leaves its partner unpaired).
 With --other-world (MPI_Comm_spawn): messages to and from the other world have no location of
 the trace to pair with, so message bytes are not compared with the profile's.
+Always, per rank whose trace has an MPI_Init (or MPI_Init_thread) visit: exactly one invmw:init
+region (invmw's own start-up), nested in that visit and no longer than it; with --profile, the
+rank's invmw_init_s and mpi_init_s add up to the profile's MPI_Init time (the call as the
+application saw it) and invmw_init_s is the invmw:init region's duration (within 1% + 20 us:
+the trace converts ticks at rank 0's rate, the profile at the rank's own).
 With --raw-at-least, also: every call record the rank had flushed to raw/ is in the archive
 (used after a kill, where the profile is incomplete and the trace was recovered).
 
@@ -86,7 +91,10 @@ def read_trace(path):
     errors = []
     last = {}
     total = collections.Counter()
+    stacks = collections.defaultdict(list)  # location -> [(region, enter time)]
+    inits = collections.defaultdict(list)  # rank -> [[region, enter, leave, [(nested, dur)]]]
     with otf2.reader.open(path) as trace:
+        timer = trace.definitions.clock_properties.timer_resolution
         members = {}
         for loc, ev in trace.events:
             rank = rank_of_location(loc)
@@ -97,6 +105,15 @@ def read_trace(path):
             if loc in last and t < last[loc]:
                 errors.append(f'{loc.name}: timestamp {t} after {last[loc]} (decreasing)')
             last[loc] = t
+            if name == 'Enter':
+                stacks[loc].append((ev.region.name, t))
+            elif name == 'Leave' and stacks[loc]:
+                region, t0 = stacks[loc].pop()
+                if region in ('MPI_Init', 'MPI_Init_thread'):
+                    inits[rank].append([region, t0, t, []])
+                elif region == 'invmw:init':
+                    parent = stacks[loc][-1][0] if stacks[loc] else None
+                    inits[rank].append(['invmw:init', t0, t, parent])
             if name == 'Enter':
                 # A coalesced run of unsuccessful tests is one visit carrying its call count.
                 calls = 1
@@ -136,7 +153,48 @@ def read_trace(path):
                 errors.append(f'rank {rank}: {c[start]} {start} but {c[done]} {done}')
     return dict(counts=counts, enters=enters, visits=visits, sends=sends, recvs=recvs, bytes_sent=bytes_sent,
                 bytes_recv=bytes_recv, coll_begin=coll_begin, coll_end=coll_end, errors=errors,
-                total=total, coalesced=coalesced)
+                total=total, coalesced=coalesced, inits=inits, timer=timer)
+
+
+def check_init(t, profile):
+    """invmw's start-up inside MPI_Init: the invmw:init region nested in the MPI_Init visit, and
+    the profile's invmw_init_s / mpi_init_s (see the module docstring)."""
+    errors = []
+    by_rank = {r['rank']: r for r in profile['ranks']} if profile else {}
+    for rank in sorted(t['inits']):
+        calls = [x for x in t['inits'][rank] if x[0] != 'invmw:init']
+        own = [x for x in t['inits'][rank] if x[0] == 'invmw:init']
+        if not calls:
+            if own:
+                errors.append(f'rank {rank}: invmw:init region without an MPI_Init visit')
+            continue
+        if len(own) != 1:
+            errors.append(f'rank {rank}: {len(own)} invmw:init regions, expected 1 (in '
+                          f'{calls[0][0]})')
+            continue
+        _, i0, i1, parent = own[0]
+        region, c0, c1, _ = calls[0]
+        if parent != region or not (c0 <= i0 <= i1 <= c1):
+            errors.append(f'rank {rank}: invmw:init [{i0}, {i1}] (inside {parent}) is not nested '
+                          f'in {region} [{c0}, {c1}]')
+            continue
+        dur = (i1 - i0) / t['timer']
+        print(f'rank {rank}: {region} {(c1 - c0) / t["timer"] * 1e3:.3f} ms, of which invmw:init '
+              f'{dur * 1e3:.3f} ms')
+        r = by_rank.get(rank)
+        if r is None or region not in r['functions']:
+            continue
+        if 'invmw_init_s' not in r:
+            errors.append(f'rank {rank}: profile has no invmw_init_s')
+            continue
+        call_s = r['functions'][region]['time_s']
+        if r['invmw_init_s'] < 0 or abs(r['mpi_init_s'] + r['invmw_init_s'] - call_s) > 1e-9:
+            errors.append(f'rank {rank}: mpi_init_s {r["mpi_init_s"]} + invmw_init_s '
+                          f'{r["invmw_init_s"]} is not the profile\'s {region} time {call_s}')
+        if abs(dur - r['invmw_init_s']) > 0.01 * dur + 20e-6:
+            errors.append(f'rank {rank}: invmw:init lasts {dur} s in the trace, the profile\'s '
+                          f'invmw_init_s is {r["invmw_init_s"]}')
+    return errors
 
 
 def otf2_print_counts(path):
@@ -485,6 +543,7 @@ def main():
 
     if a.profile:
         errors += check_clock_metadata(a.run_dir, json.load(open(a.profile)), path)
+    errors += check_init(t, json.load(open(a.profile)) if a.profile else None)
 
     if a.raw_at_least:
         for rank in sorted(t['enters']):

@@ -466,6 +466,31 @@ def helgrind_reports(workdir):
 
 # ---- traces -------------------------------------------------------------------------------
 
+def check_trace_messages(out_dir, run_stderr):
+    """After a run that ended normally: the archive's path is said once (by rank 0; `invmw run`
+    printed it again before), and a note gives the size of the raw event files left in raw/
+    and the command that removes them."""
+    errors = []
+    archive = os.path.join(out_dir, 'traces.otf2')
+    said = [l for l in run_stderr.splitlines() if archive in l]
+    if len(said) != 1:
+        errors.append(f'the trace path {archive} is said {len(said)} times, expected once: '
+                      f'{said}')
+    raw = sum(os.path.getsize(p) for p in glob.glob(os.path.join(out_dir, 'raw', 'events-*.bin')))
+    note = [l for l in run_stderr.splitlines()
+            if f'rm {out_dir}/raw/events-*.bin' in l and 'raw trace' in l]
+    if raw and len(note) != 1:
+        errors.append(f'no note on the {raw} bytes of raw event files left in {out_dir}/raw')
+    elif note:
+        m = re.search(r'\(([0-9.]+) (kB|MB) of events', note[0])
+        said_bytes = float(m.group(1)) * (1e3 if m.group(2) == 'kB' else 1e6) if m else -1
+        if abs(said_bytes - raw) > 0.06 * (1e3 if m and m.group(2) == 'kB' else 1e6):
+            errors.append(f'the note says {m.group(0) if m else "no size"}, raw/events-*.bin '
+                          f'hold {raw} bytes')
+        log('raw trace note: ' + note[0])
+    return errors
+
+
 def check_trace(a, out_dir, expect_dir, run_stderr):
     """Checks traces.otf2 with check_trace.py (Debian's python3, which has the otf2 module).
     After an abnormal end the trace is first rebuilt from raw/ with `invmw trace recover`, except
@@ -485,6 +510,7 @@ def check_trace(a, out_dir, expect_dir, run_stderr):
         checker += ['--other-world']
     if a.end == 'finalize':
         checker += ['--profile', os.path.join(out_dir, 'profile.json')]
+        errors += check_trace_messages(out_dir, run_stderr)
     else:
         if a.via_run:
             if not os.path.exists(os.path.join(out_dir, 'traces.otf2')):
