@@ -13,13 +13,13 @@ survivors), then checks:
 
 usage: check_cut_off.py --invmw INVMW --launcher MPIRUN --workdir DIR -- PROGRAM
 """
-import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
+
+import invmw_job
 
 import otf2
 
@@ -33,21 +33,8 @@ def fail(msg):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--invmw', required=True)
-    ap.add_argument('--launcher', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('prog', nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
-    if os.path.isdir(a.workdir):
-        shutil.rmtree(a.workdir)
-    os.makedirs(a.workdir)
-    out = os.path.join(a.workdir, 'run')
-    res = subprocess.run([a.invmw, 'run', '--quiet', '--trace', '--out', out, '--',
-                          a.launcher, '--oversubscribe', '-np', '3'] + prog,
-                         capture_output=True, text=True, timeout=100)
-    print(res.stdout, res.stderr)
+    a, prog = invmw_job.parse()
+    out, res = invmw_job.run(a, prog, np=3, trace=True, timeout=100)
     if res.returncode == 0:
         fail('the job ended normally: rank 2 was to die')
     if 'rank 2 dies' not in res.stdout:

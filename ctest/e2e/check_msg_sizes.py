@@ -10,14 +10,13 @@ the profile cannot time, is left out of the per-function table with a footnote.
 
 usage: check_msg_sizes.py --invmw INVMW --launcher MPIRUN --workdir DIR -- PROGRAM
 """
-import argparse
 import json
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
+
+import invmw_job
 
 SMALL, LARGE = '512-1023', '262144-524287'
 # rank -> function -> key -> {bin: count}
@@ -67,21 +66,8 @@ def bins(h):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--invmw', required=True)
-    ap.add_argument('--launcher', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('prog', nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
-    if os.path.isdir(a.workdir):
-        shutil.rmtree(a.workdir)
-    os.makedirs(a.workdir)
-    out = os.path.join(a.workdir, 'run')
-    res = subprocess.run([a.invmw, 'run', '--quiet', '--out', out, '--',
-                          a.launcher, '--oversubscribe', '-np', '2'] + prog,
-                         capture_output=True, text=True, timeout=120)
-    print(res.stdout, res.stderr)
+    a, prog = invmw_job.parse()
+    out, res = invmw_job.run(a, prog)
     if res.returncode != 0 or 'msg sizes ok' not in res.stdout:
         print(f'FAIL: the program did not run as it should (exit {res.returncode})')
         sys.exit(1)

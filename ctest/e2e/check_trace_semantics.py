@@ -20,14 +20,14 @@
 
 usage: check_trace_semantics.py --case CASE --invmw INVMW --launcher MPIRUN --workdir DIR -- PROGRAM
 """
-import argparse
 import collections
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
+
+import invmw_job
 
 import otf2
 
@@ -41,14 +41,7 @@ def fail(msg):
 
 def run_traced(a, prog, expect_stdout):
     """Runs the program on 2 ranks under `invmw run --trace`; returns the run directory."""
-    if os.path.isdir(a.workdir):
-        shutil.rmtree(a.workdir)
-    os.makedirs(a.workdir)
-    out = os.path.join(a.workdir, 'run')
-    res = subprocess.run([a.invmw, 'run', '--quiet', '--trace', '--out', out, '--',
-                          a.launcher, '--oversubscribe', '-np', '2'] + prog,
-                         capture_output=True, text=True, timeout=120)
-    print(res.stdout, res.stderr)
+    out, res = invmw_job.run(a, prog, trace=True)
     if res.returncode != 0 or expect_stdout not in res.stdout:
         fail(f'the program did not run as it should (exit {res.returncode}, expected '
              f'"{expect_stdout}" in its output)')
@@ -166,14 +159,8 @@ def case_poll(a, prog):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--case', required=True, choices=('leaked_irecv', 'poll'))
-    ap.add_argument('--invmw', required=True)
-    ap.add_argument('--launcher', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('prog', nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    prog = a.prog[1:] if a.prog and a.prog[0] == '--' else a.prog
+    a, prog = invmw_job.parse(
+        lambda ap: ap.add_argument('--case', required=True, choices=('leaked_irecv', 'poll')))
     globals()['case_' + a.case](a, prog)
 
 
