@@ -110,7 +110,7 @@ endfunction()
 
 # invmw_add_sanitize_target(): the target invmw_sanitize_tests builds what the sanitizer stage of
 # CI runs (ctest -L 'unit|sanitize', scripts/test-sanitize.sh) and nothing else: every unit-test
-# program (executables named *_test), the command, the preload library, the test helpers below
+# program (executables named *_test, and the fuzz targets' *_replay), the command, the preload library, the test helpers below
 # and the programs of the MPI tests labelled `sanitize` (ctest/CMakeLists.txt). Call it last.
 function(invmw_add_sanitize_target)
   _invmw_directory_targets(${CMAKE_SOURCE_DIR} all)
@@ -122,7 +122,7 @@ function(invmw_add_sanitize_target)
       e2e_openmpi_c_threads e2e_openmpi_c_abnormal sanitize_leak_check)
   foreach(t IN LISTS all)
     get_target_property(type ${t} TYPE)
-    if(type STREQUAL "EXECUTABLE" AND t MATCHES "_test$")
+    if(type STREQUAL "EXECUTABLE" AND t MATCHES "(_test|_replay)$")
       list(APPEND deps ${t})
     endif()
   endforeach()
