@@ -1,5 +1,5 @@
 #include "fitter/fit.h"
-#include "fitter/testing/synthetic.h"
+#include "fitter/tests/synthetic.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "fitter/fit.h"
-#include "fitter/testing/synthetic.h"
+#include "fitter/tests/synthetic.h"
 
 namespace invmw::fit {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "otf2_writer/converter.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 
 namespace fs = std::filesystem;
 

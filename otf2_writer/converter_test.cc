@@ -18,7 +18,7 @@
 #include "common/subprocess.h"
 #include "otf2_writer/perfetto_export.h"
 #include "otf2_writer/raw_run.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 #include "otf2_writer/trace_check.h"
 #include "otf2_writer/trace_reader.h"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "otf2_writer/converter.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 #include "otf2_writer/trace_check.h"
 #include "otf2_writer/trace_reader.h"
 

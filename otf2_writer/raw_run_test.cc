@@ -9,7 +9,7 @@
 
 #include "otf2_writer/clock_model.h"
 #include "otf2_writer/comm_map.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 
 namespace invmw::otf2 {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "analysis/analysis.h"
 #include "otf2_writer/converter.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// Test helper: a synthetic traced run (otf2_writer/testing) plus real sampler files for each of
+// Test helper: a synthetic traced run (otf2_writer/tests) plus real sampler files for each of
 // its ranks, stamped on each rank's synthetic trace clock, converted to OTF2. Writes
 // DIR/expected-metrics.json with what the archive must contain, for check_trace_metrics.py.
 //
@@ -15,7 +15,7 @@
 #include "common/clock.h"
 #include "otf2_writer/converter.h"
 #include "otf2_writer/raw_samples.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 #include "sampler/sampler.h"
 
 namespace {

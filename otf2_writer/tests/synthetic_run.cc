@@ -1,4 +1,4 @@
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 
 #include <cmath>
 #include <cstdio>

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "fitter/testing/synthetic.h"
+#include "fitter/tests/synthetic.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -1,4 +1,4 @@
-#include "fitter/testing/synthetic.h"
+#include "fitter/tests/synthetic.h"
 
 #include <sqlite3.h>
 

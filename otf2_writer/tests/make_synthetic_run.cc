@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "otf2_writer/converter.h"
-#include "otf2_writer/testing/synthetic_run.h"
+#include "otf2_writer/tests/synthetic_run.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
