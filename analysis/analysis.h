@@ -31,7 +31,7 @@
 #include "analysis/resources.h"
 #include "analysis/run_windows.h"
 #include "analysis/timeline.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 // Contract C names the reader's result TraceData; the reader calls it Trace.

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "analysis/timeline.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::analysis {
 

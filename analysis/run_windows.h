@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::analysis {
 

@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "analysis/categories.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::analysis {
 

@@ -724,155 +724,178 @@ class RankWriter {
   std::unordered_map<uint64_t, ReqState> reqs_;
 };
 
-// The conversion proper, writing the archive under the name write_name (ConvertToOtf2 renames
-// it into place).
-ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& options,
-                           const std::string& write_name) {
-  ConvertResult result;
-  LoadOptions lo;
-  lo.events = false;
-  RawRun run = LoadRawRun(run_dir, lo);
-  result.world_size = run.world_size;
-  result.problems = run.problems;
-
-  const std::string name = write_name;
-
-  CommMap comms;
-  comms.Build(run, &result.problems);
-  Strings str;
-
-  // Regions: one per function name across ranks, plus the two invmw regions.
-  std::vector<Region> regions;
-  std::map<std::string, OTF2_RegionRef> region_of;
-  auto region = [&](const std::string& n, OTF2_RegionRole role, OTF2_RegionFlag flags) {
-    auto [it, added] = region_of.emplace(n, OTF2_RegionRef(regions.size()));
-    if (added) regions.push_back({n, role, flags});
+// Regions: one per function name across ranks, plus invmw's own.
+class RegionTable {
+ public:
+  OTF2_RegionRef Ref(const std::string& n, OTF2_RegionRole role, OTF2_RegionFlag flags) {
+    auto [it, added] = region_of_.emplace(n, OTF2_RegionRef(regions_.size()));
+    if (added) regions_.push_back({n, role, flags});
     return it->second;
-  };
-  const OTF2_RegionRef flush_region =
-      region("invmw:flush", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
-  const OTF2_RegionRef pause_region =
-      region("invmw:paused", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  }
+  const std::vector<Region>& regions() const { return regions_; }
+
+ private:
+  std::vector<Region> regions_;
+  std::map<std::string, OTF2_RegionRef> region_of_;
+};
+
+// invmw's artificial regions, defined before any function so their references are fixed.
+struct InvmwRegions {
+  OTF2_RegionRef flush, pause, init;
+};
+
+InvmwRegions DefineInvmwRegions(RegionTable* regions) {
+  InvmwRegions r;
+  r.flush = regions->Ref("invmw:flush", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  r.pause = regions->Ref("invmw:paused", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
   // invmw's start-up inside MPI_Init (the profile's ranks[i].invmw_init_s).
-  const OTF2_RegionRef init_region =
-      region("invmw:init", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  r.init = regions->Ref("invmw:init", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
+  return r;
+}
 
-  OTF2_Archive* archive =
-      OpenArchiveForWriting(run_dir, name, options.chunk_size_events, options.chunk_size_defs);
-  struct Closer {
-    OTF2_Archive* a;
-    ~Closer() {
-      if (a) OTF2_Archive_Close(a);
-    }
-  } closer{archive};
-  Check(OTF2_Archive_SetCreator(archive, "invmw trace convert"), "SetCreator");
-  Check(OTF2_Archive_SetDescription(archive, "MPI trace recorded by invmw (LD_PRELOAD)"),
-        "SetDescription");
-  Check(OTF2_Archive_OpenEvtFiles(archive), "OpenEvtFiles");
-
-  std::map<std::string, uint64_t> issues;
-  std::vector<LocationOut> locations;
+// What the event pass over the ranks collects for the definitions, which OTF2 takes after all
+// events: regions, metrics, clocks and locations, and the result so far.
+struct Conversion {
+  std::string run_dir;
+  RawRun run;
+  CommMap comms;
+  RegionTable regions;
+  InvmwRegions invmw_regions;
   MetricDefs metric_defs;
   std::map<int32_t, ClockModel> clocks;
-  for (RawRank& rank : run.ranks) {
-    std::string warn;
-    clocks[rank.rank] = ClockModel::For(rank, &warn);
-    if (!warn.empty()) result.problems.push_back(warn);
-    if (!rank.has_end || rank.dropped_events || rank.dropped_calls || rank.dropped_requests)
-      result.partial = true;
-    result.dropped_events += rank.dropped_events;
-    result.dropped_calls += rank.dropped_calls;
-    result.dropped_requests += rank.dropped_requests;
+  std::vector<LocationOut> locations;
+  std::vector<uint64_t> empty_locations;  // ranks that left no usable defs
+  ConvertResult result;
+};
 
-    std::vector<FunctionInfo> funcs;
-    std::vector<OTF2_RegionRef> refs;
-    for (size_t i = 0; i < rank.func_names.size(); ++i) {
-      funcs.push_back(
-          ClassifyFunction(rank.func_names[i], rank.func_kinds[i], rank.func_classes[i]));
-      refs.push_back(region(rank.func_names[i], funcs.back().role, OTF2_REGION_FLAG_NONE));
-    }
-    LoadRankEvents(run_dir, &rank, &result.problems);
-    if (rank.threads.empty()) {  // defs but no events at all: still one (empty) location
-      rank.threads.push_back({});
-      rank.threads.back().name = "main";
-    }
-    if (rank.damaged) result.partial = true;
-    for (const auto& t : rank.threads) result.records_in += t.records.size();
-    std::map<std::string, uint64_t> rank_issues;
-    RankWriter w(archive, rank, comms, funcs, refs, flush_region, pause_region, init_region,
-                 clocks[rank.rank], &rank_issues);
-    if (!rank.counter_names.empty()) {
-      std::vector<uint32_t> set;
-      for (size_t i = 0; i < rank.counter_names.size() && i < 3; ++i)
-        set.push_back(metric_defs.MemberRef(
-            {rank.counter_names[i], i < rank.counter_units.size() ? rank.counter_units[i] : "",
-             "counters", "value at MPI call entry and exit", true}));
-      w.SetCounterClass(metric_defs.ClassRef(set, true));
-    }
-    result.events_out += w.Run(&locations);
-    for (const auto& [what, n] : rank_issues)
-      result.problems.push_back("rank " + std::to_string(rank.rank) + ": " + std::to_string(n) +
-                                " " + what);
-    for (auto& t : rank.threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
-    RawSamples samples;
-    const size_t problems_before = result.problems.size();
-    const bool has_samples = LoadRawSamples(run_dir, rank.rank, &samples, &result.problems);
-    if (result.problems.size() != problems_before) result.partial = true;  // damaged samples
-    if (has_samples) {
-      LocationOut ml;
-      if (WriteRankMetrics(archive, samples, clocks[rank.rank], &metric_defs, &ml)) {
-        result.events_out += ml.events;
-        result.metric_events += ml.events;
-        locations.push_back(ml);
-      }
-    }
-    ++result.ranks_converted;
+// The rank's clock model, and what its defs say about gaps in the trace.
+void TakeRankClockAndDrops(const RawRank& rank, Conversion* c) {
+  ConvertResult& result = c->result;
+  std::string warn;
+  c->clocks[rank.rank] = ClockModel::For(rank, &warn);
+  if (!warn.empty()) result.problems.push_back(warn);
+  if (!rank.has_end || rank.dropped_events || rank.dropped_calls || rank.dropped_requests)
+    result.partial = true;
+  result.dropped_events += rank.dropped_events;
+  result.dropped_calls += rank.dropped_calls;
+  result.dropped_requests += rank.dropped_requests;
+}
+
+// The rank's MPI events on its thread locations, loaded, written and freed (bounded memory).
+void WriteRankEvents(OTF2_Archive* archive, RawRank* rank, Conversion* c) {
+  ConvertResult& result = c->result;
+  std::vector<FunctionInfo> funcs;
+  std::vector<OTF2_RegionRef> refs;
+  for (size_t i = 0; i < rank->func_names.size(); ++i) {
+    funcs.push_back(
+        ClassifyFunction(rank->func_names[i], rank->func_kinds[i], rank->func_classes[i]));
+    refs.push_back(c->regions.Ref(rank->func_names[i], funcs.back().role, OTF2_REGION_FLAG_NONE));
   }
-  // A rank that left no usable defs still gets an (empty) location, with files, so that
-  // COMM_LOCATIONS covers the world and readers find a file for every location.
-  std::vector<uint64_t> empty_locations;
-  for (int32_t r = 0; r < run.world_size; ++r) {
-    if (std::any_of(run.ranks.begin(), run.ranks.end(),
+  LoadRankEvents(c->run_dir, rank, &result.problems);
+  if (rank->threads.empty()) {  // defs but no events at all: still one (empty) location
+    rank->threads.push_back({});
+    rank->threads.back().name = "main";
+  }
+  if (rank->damaged) result.partial = true;
+  for (const auto& t : rank->threads) result.records_in += t.records.size();
+  std::map<std::string, uint64_t> rank_issues;
+  const InvmwRegions& inv = c->invmw_regions;
+  RankWriter w(archive, *rank, c->comms, funcs, refs, inv.flush, inv.pause, inv.init,
+               c->clocks[rank->rank], &rank_issues);
+  if (!rank->counter_names.empty()) {
+    std::vector<uint32_t> set;
+    for (size_t i = 0; i < rank->counter_names.size() && i < 3; ++i)
+      set.push_back(c->metric_defs.MemberRef(
+          {rank->counter_names[i], i < rank->counter_units.size() ? rank->counter_units[i] : "",
+           "counters", "value at MPI call entry and exit", true}));
+    w.SetCounterClass(c->metric_defs.ClassRef(set, true));
+  }
+  result.events_out += w.Run(&c->locations);
+  for (const auto& [what, n] : rank_issues)
+    result.problems.push_back("rank " + std::to_string(rank->rank) + ": " + std::to_string(n) +
+                              " " + what);
+  for (auto& t : rank->threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
+}
+
+// The sampler's series of the rank, if it left any, on the rank's metric location.
+void WriteRankSamples(OTF2_Archive* archive, const RawRank& rank, Conversion* c) {
+  ConvertResult& result = c->result;
+  RawSamples samples;
+  const size_t problems_before = result.problems.size();
+  const bool has_samples = LoadRawSamples(c->run_dir, rank.rank, &samples, &result.problems);
+  if (result.problems.size() != problems_before) result.partial = true;  // damaged samples
+  if (has_samples) {
+    LocationOut ml;
+    if (WriteRankMetrics(archive, samples, c->clocks[rank.rank], &c->metric_defs, &ml)) {
+      result.events_out += ml.events;
+      result.metric_events += ml.events;
+      c->locations.push_back(ml);
+    }
+  }
+}
+
+// A rank that left no usable defs still gets an (empty) location, with files, so that
+// COMM_LOCATIONS covers the world and readers find a file for every location.
+void WriteEmptyLocations(OTF2_Archive* archive, Conversion* c) {
+  for (int32_t r = 0; r < c->run.world_size; ++r) {
+    if (std::any_of(c->run.ranks.begin(), c->run.ranks.end(),
                     [&](const RawRank& x) { return x.rank == r; }))
       continue;
-    empty_locations.push_back(LocationId(r, 0));
-    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, empty_locations.back());
+    c->empty_locations.push_back(LocationId(r, 0));
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, c->empty_locations.back());
     if (!w) throw std::runtime_error("OTF2_Archive_GetEvtWriter failed");
     Check(OTF2_Archive_CloseEvtWriter(archive, w), "CloseEvtWriter");
-    result.partial = true;
+    c->result.partial = true;
   }
-  Check(OTF2_Archive_CloseEvtFiles(archive), "CloseEvtFiles");
+}
 
-  // Local definitions: each location's clock offsets, for readers to correct its timestamps.
+// The event files of every location: ranks one at a time, then the empty ones.
+void WriteEvents(OTF2_Archive* archive, Conversion* c) {
+  Check(OTF2_Archive_OpenEvtFiles(archive), "OpenEvtFiles");
+  for (RawRank& rank : c->run.ranks) {
+    TakeRankClockAndDrops(rank, c);
+    WriteRankEvents(archive, &rank, c);
+    WriteRankSamples(archive, rank, c);
+    ++c->result.ranks_converted;
+  }
+  WriteEmptyLocations(archive, c);
+  Check(OTF2_Archive_CloseEvtFiles(archive), "CloseEvtFiles");
+}
+
+// Local definitions: each location's clock offsets, for readers to correct its timestamps.
+void WriteLocalDefs(OTF2_Archive* archive, Conversion* c) {
   Check(OTF2_Archive_OpenDefFiles(archive), "OpenDefFiles");
-  for (const LocationOut& l : locations) {
+  for (const LocationOut& l : c->locations) {
     OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, l.id);
     if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
-    const ClockModel& c = clocks[l.rank];
-    if (c.t0 || c.offset0) {
-      Check(OTF2_DefWriter_WriteClockOffset(dw, c.t0, c.offset0, c.stddev0), "ClockOffset");
+    const ClockModel& clock = c->clocks[l.rank];
+    if (clock.t0 || clock.offset0) {
+      Check(OTF2_DefWriter_WriteClockOffset(dw, clock.t0, clock.offset0, clock.stddev0),
+            "ClockOffset");
       // The OTF2 reader interpolates between consecutive offsets and ignores a lone one, so
       // a constant offset is written twice.
-      if (c.has_second)
-        Check(OTF2_DefWriter_WriteClockOffset(dw, c.t1, c.offset1, c.stddev1), "ClockOffset");
+      if (clock.has_second)
+        Check(OTF2_DefWriter_WriteClockOffset(dw, clock.t1, clock.offset1, clock.stddev1),
+              "ClockOffset");
       else
-        Check(OTF2_DefWriter_WriteClockOffset(dw, c.t0 + 1, c.offset0, c.stddev0), "ClockOffset");
+        Check(OTF2_DefWriter_WriteClockOffset(dw, clock.t0 + 1, clock.offset0, clock.stddev0),
+              "ClockOffset");
     }
     Check(OTF2_Archive_CloseDefWriter(archive, dw), "CloseDefWriter");
   }
-  for (uint64_t id : empty_locations) {
+  for (uint64_t id : c->empty_locations) {
     OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, id);
     if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
     Check(OTF2_Archive_CloseDefWriter(archive, dw), "CloseDefWriter");
   }
   Check(OTF2_Archive_CloseDefFiles(archive), "CloseDefFiles");
+}
 
-  // Global definitions.
-  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
-  if (!g) throw std::runtime_error("OTF2_Archive_GetGlobalDefWriter failed");
-  const RawRank& ref = run.ranks.front();  // rank 0 when present: the reference clock
+// The span of all events in the reference clock, and the wall-clock time of its start.
+void WriteClockProperties(OTF2_GlobalDefWriter* g, Conversion* c) {
+  const RawRank& ref = c->run.ranks.front();  // rank 0 when present: the reference clock
   uint64_t first = UINT64_MAX, last = 0;
-  for (const auto& l : locations)
+  for (const auto& l : c->locations)
     if (l.events) {
       first = std::min(first, l.first_global);
       last = std::max(last, l.last_global);
@@ -880,90 +903,109 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
   if (first == UINT64_MAX) first = last = ref.init_ticks;
   uint64_t realtime = OTF2_UNDEFINED_TIMESTAMP;
   if (ref.init_realtime_ns > 0) {
-    const double ref_init = double(clocks[ref.rank].ToGlobal(ref.init_ticks));
+    const double ref_init = double(c->clocks[ref.rank].ToGlobal(ref.init_ticks));
     realtime = uint64_t(double(ref.init_realtime_ns) +
                         (double(first) - ref_init) / ref.ticks_per_second * 1e9);
   }
   Check(OTF2_GlobalDefWriter_WriteClockProperties(g, uint64_t(ref.ticks_per_second + 0.5), first,
                                                   last - first, realtime),
         "ClockProperties");
+}
 
-  // Strings are referenced by everything below; collect them first, write them first.
+// The string references of the global definitions. OTF2 wants every string defined before the
+// definitions that use it, so all are collected (in this fixed order) and written first.
+struct GlobalStrings {
   std::vector<std::string> hosts;
   std::map<int32_t, const RawRank*> by_rank;
-  for (const auto& r : run.ranks) {
-    by_rank[r.rank] = &r;
-    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  OTF2_StringRef empty, machine, node, run;
+  std::vector<OTF2_StringRef> hosts_s, regions, groups, locs;
+  OTF2_StringRef world_locs;
+  std::vector<OTF2_StringRef> comms;
+  OTF2_StringRef missing_loc;
+  OTF2_StringRef coalesced, coalesced_desc, psrc, psrc_desc, ptag, ptag_desc, pcomm, pcomm_desc,
+      cutoff, cutoff_desc;
+  std::vector<OTF2_StringRef> mname, mdesc, munit;
+};
+
+GlobalStrings CollectStrings(const Conversion& c, Strings& str) {
+  GlobalStrings s;
+  for (const auto& r : c.run.ranks) {
+    s.by_rank[r.rank] = &r;
+    if (std::find(s.hosts.begin(), s.hosts.end(), r.host) == s.hosts.end())
+      s.hosts.push_back(r.host);
   }
-  const OTF2_StringRef s_empty = str("");
-  const OTF2_StringRef s_machine = str("machine"), s_node = str("node");
-  const OTF2_StringRef s_run = str("invmw run");
-  std::vector<OTF2_StringRef> s_hosts;
-  for (const auto& h : hosts) s_hosts.push_back(str(h.empty() ? "unknown host" : h));
-  std::vector<OTF2_StringRef> s_regions;
-  for (const auto& r : regions) s_regions.push_back(str(r.name));
-  std::vector<OTF2_StringRef> s_groups, s_locs;
-  for (int32_t r = 0; r < run.world_size; ++r)
-    s_groups.push_back(str("rank " + std::to_string(r) + (by_rank.count(r) ? "" : " (missing)")));
-  for (const auto& l : locations) s_locs.push_back(str(l.name));
-  const OTF2_StringRef s_world_locs = str("MPI_COMM_WORLD locations");
-  std::vector<OTF2_StringRef> s_comms;
-  for (const auto& c : comms.comms()) s_comms.push_back(str(c.name));
-  const OTF2_StringRef s_missing_loc = str("missing rank");
-  const OTF2_StringRef s_coalesced = str("invmw:coalesced_calls");
-  const OTF2_StringRef s_coalesced_desc =
+  s.empty = str("");
+  s.machine = str("machine");
+  s.node = str("node");
+  s.run = str("invmw run");
+  for (const auto& h : s.hosts) s.hosts_s.push_back(str(h.empty() ? "unknown host" : h));
+  for (const auto& r : c.regions.regions()) s.regions.push_back(str(r.name));
+  for (int32_t r = 0; r < c.run.world_size; ++r)
+    s.groups.push_back(str("rank " + std::to_string(r) + (s.by_rank.count(r) ? "" : " (missing)")));
+  for (const auto& l : c.locations) s.locs.push_back(str(l.name));
+  s.world_locs = str("MPI_COMM_WORLD locations");
+  for (const auto& cm : c.comms.comms()) s.comms.push_back(str(cm.name));
+  s.missing_loc = str("missing rank");
+  s.coalesced = str("invmw:coalesced_calls");
+  s.coalesced_desc =
       str("number of consecutive unsuccessful test or probe calls this region visit stands for");
-  const OTF2_StringRef s_psrc = str("invmw:posted_source");
-  const OTF2_StringRef s_psrc_desc =
+  s.psrc = str("invmw:posted_source");
+  s.psrc_desc =
       str("source a nonblocking receive was posted for (communicator rank, -1 any source)");
-  const OTF2_StringRef s_ptag = str("invmw:posted_tag");
-  const OTF2_StringRef s_ptag_desc = str("tag a nonblocking receive was posted for (-1 any tag)");
-  const OTF2_StringRef s_pcomm = str("invmw:posted_comm");
-  const OTF2_StringRef s_pcomm_desc = str("communicator a nonblocking receive was posted on");
-  const OTF2_StringRef s_cutoff = str("invmw:cut_off");
-  const OTF2_StringRef s_cutoff_desc =
+  s.ptag = str("invmw:posted_tag");
+  s.ptag_desc = str("tag a nonblocking receive was posted for (-1 any tag)");
+  s.pcomm = str("invmw:posted_comm");
+  s.pcomm_desc = str("communicator a nonblocking receive was posted on");
+  s.cutoff = str("invmw:cut_off");
+  s.cutoff_desc =
       str("the call had not returned when the run ended abnormally: this Leave is the end of "
           "the rank's recording, not the call's return");
-  std::vector<OTF2_StringRef> s_mname, s_mdesc, s_munit;
-  for (const auto& m : metric_defs.members) {
-    s_mname.push_back(str(m.name));
-    s_mdesc.push_back(str(m.description));
-    s_munit.push_back(str(m.unit));
+  for (const auto& m : c.metric_defs.members) {
+    s.mname.push_back(str(m.name));
+    s.mdesc.push_back(str(m.description));
+    s.munit.push_back(str(m.unit));
   }
-  str.Write(g);
-  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCoalescedAttribute, s_coalesced, s_coalesced_desc,
+  return s;
+}
+
+void WriteAttributes(OTF2_GlobalDefWriter* g, const GlobalStrings& s) {
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCoalescedAttribute, s.coalesced, s.coalesced_desc,
                                             OTF2_TYPE_UINT64),
         "Attribute");
-  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedSourceAttribute, s_psrc, s_psrc_desc,
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedSourceAttribute, s.psrc, s.psrc_desc,
                                             OTF2_TYPE_INT32),
         "Attribute");
-  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedTagAttribute, s_ptag, s_ptag_desc,
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedTagAttribute, s.ptag, s.ptag_desc,
                                             OTF2_TYPE_INT32),
         "Attribute");
-  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedCommAttribute, s_pcomm, s_pcomm_desc,
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kPostedCommAttribute, s.pcomm, s.pcomm_desc,
                                             OTF2_TYPE_COMM),
         "Attribute");
-  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCutOffAttribute, s_cutoff, s_cutoff_desc,
+  Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCutOffAttribute, s.cutoff, s.cutoff_desc,
                                             OTF2_TYPE_UINT8),
         "Attribute");
+}
 
+void WriteRegionsAndMetrics(OTF2_GlobalDefWriter* g, const Conversion& c, const GlobalStrings& s) {
+  const std::vector<Region>& regions = c.regions.regions();
   for (size_t i = 0; i < regions.size(); ++i)
-    Check(OTF2_GlobalDefWriter_WriteRegion(g, OTF2_RegionRef(i), s_regions[i], s_regions[i],
-                                           s_empty, regions[i].role, OTF2_PARADIGM_MPI,
-                                           regions[i].flags, s_empty, 0, 0),
+    Check(OTF2_GlobalDefWriter_WriteRegion(g, OTF2_RegionRef(i), s.regions[i], s.regions[i],
+                                           s.empty, regions[i].role, OTF2_PARADIGM_MPI,
+                                           regions[i].flags, s.empty, 0, 0),
           "Region");
+  const MetricDefs& metric_defs = c.metric_defs;
   for (size_t i = 0; i < metric_defs.members.size(); ++i) {
     const auto& m = metric_defs.members[i];
     Check(OTF2_GlobalDefWriter_WriteMetricMember(
-              g, OTF2_MetricMemberRef(i), s_mname[i], s_mdesc[i],
+              g, OTF2_MetricMemberRef(i), s.mname[i], s.mdesc[i],
               m.hardware ? OTF2_METRIC_TYPE_PAPI : OTF2_METRIC_TYPE_OTHER,
               m.accumulated ? OTF2_METRIC_ACCUMULATED_START : OTF2_METRIC_ABSOLUTE_POINT,
-              OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0, s_munit[i]),
+              OTF2_TYPE_DOUBLE, OTF2_BASE_DECIMAL, 0, s.munit[i]),
           "MetricMember");
   }
   for (size_t i = 0; i < metric_defs.classes.size(); ++i) {
-    const auto& c = metric_defs.classes[i];
-    std::vector<OTF2_MetricMemberRef> refs(c.begin(), c.end());
+    const auto& cls = metric_defs.classes[i];
+    std::vector<OTF2_MetricMemberRef> refs(cls.begin(), cls.end());
     const bool sync = metric_defs.synchronous[i];
     Check(OTF2_GlobalDefWriter_WriteMetricClass(
               g, OTF2_MetricRef(i), uint8_t(refs.size()), refs.data(),
@@ -971,61 +1013,95 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
               sync ? OTF2_RECORDER_KIND_CPU : OTF2_RECORDER_KIND_ABSTRACT),
           "MetricClass");
   }
-  Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_run, s_machine,
+}
+
+// The machine, its hosts and one location group (process) per world rank.
+void WriteSystemTree(OTF2_GlobalDefWriter* g, const Conversion& c, GlobalStrings& s) {
+  Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s.run, s.machine,
                                                  OTF2_UNDEFINED_SYSTEM_TREE_NODE),
         "SystemTreeNode");
-  for (size_t i = 0; i < hosts.size(); ++i)
-    Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, OTF2_SystemTreeNodeRef(i + 1), s_hosts[i],
-                                                   s_node, 0),
+  for (size_t i = 0; i < s.hosts.size(); ++i)
+    Check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, OTF2_SystemTreeNodeRef(i + 1), s.hosts_s[i],
+                                                   s.node, 0),
           "SystemTreeNode");
-  for (int32_t r = 0; r < run.world_size; ++r) {
+  for (int32_t r = 0; r < c.run.world_size; ++r) {
     OTF2_SystemTreeNodeRef parent = 0;
-    if (by_rank.count(r))
-      parent = OTF2_SystemTreeNodeRef(std::find(hosts.begin(), hosts.end(), by_rank[r]->host) -
-                                      hosts.begin() + 1);
-    Check(OTF2_GlobalDefWriter_WriteLocationGroup(g, OTF2_LocationGroupRef(r), s_groups[r],
+    if (s.by_rank.count(r))
+      parent = OTF2_SystemTreeNodeRef(
+          std::find(s.hosts.begin(), s.hosts.end(), s.by_rank[r]->host) - s.hosts.begin() + 1);
+    Check(OTF2_GlobalDefWriter_WriteLocationGroup(g, OTF2_LocationGroupRef(r), s.groups[r],
                                                   OTF2_LOCATION_GROUP_TYPE_PROCESS, parent,
                                                   OTF2_UNDEFINED_LOCATION_GROUP),
           "LocationGroup");
   }
+}
+
+// The locations and the COMM_LOCATIONS group mapping world ranks to them.
+void WriteLocations(OTF2_GlobalDefWriter* g, Conversion* c, const GlobalStrings& s) {
+  const int32_t world_size = c->run.world_size;
   // Every world rank needs a location in COMM_LOCATIONS, even one that left no data.
-  std::vector<uint64_t> rank_location(run.world_size, OTF2_UNDEFINED_LOCATION);
-  for (size_t i = 0; i < locations.size(); ++i) {
-    const auto& l = locations[i];
-    Check(OTF2_GlobalDefWriter_WriteLocation(g, l.id, s_locs[i], l.type, l.events,
+  std::vector<uint64_t> rank_location(world_size, OTF2_UNDEFINED_LOCATION);
+  for (size_t i = 0; i < c->locations.size(); ++i) {
+    const auto& l = c->locations[i];
+    Check(OTF2_GlobalDefWriter_WriteLocation(g, l.id, s.locs[i], l.type, l.events,
                                              OTF2_LocationGroupRef(l.rank)),
           "Location");
     for (uint32_t cls : l.metric_classes)
       Check(OTF2_GlobalDefWriter_WriteMetricClassRecorder(g, cls, l.id), "MetricClassRecorder");
-    if (l.type == OTF2_LOCATION_TYPE_CPU_THREAD && l.rank < run.world_size &&
+    if (l.type == OTF2_LOCATION_TYPE_CPU_THREAD && l.rank < world_size &&
         rank_location[l.rank] == OTF2_UNDEFINED_LOCATION)
       rank_location[l.rank] = l.id;
   }
-  for (int32_t r = 0; r < run.world_size; ++r)
+  for (int32_t r = 0; r < world_size; ++r)
     if (rank_location[r] == OTF2_UNDEFINED_LOCATION) {
       rank_location[r] = LocationId(r, 0);
-      Check(OTF2_GlobalDefWriter_WriteLocation(g, rank_location[r], s_missing_loc,
+      Check(OTF2_GlobalDefWriter_WriteLocation(g, rank_location[r], s.missing_loc,
                                                OTF2_LOCATION_TYPE_CPU_THREAD, 0,
                                                OTF2_LocationGroupRef(r)),
             "Location");
     }
-  result.locations = locations.size();
-  Check(OTF2_GlobalDefWriter_WriteGroup(g, 0, s_world_locs, OTF2_GROUP_TYPE_COMM_LOCATIONS,
+  c->result.locations = c->locations.size();
+  Check(OTF2_GlobalDefWriter_WriteGroup(g, 0, s.world_locs, OTF2_GROUP_TYPE_COMM_LOCATIONS,
                                         OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
                                         uint32_t(rank_location.size()), rank_location.data()),
         "Group");
-  for (const auto& c : comms.comms()) {
-    std::vector<uint64_t> members(c.members.begin(), c.members.end());
+}
+
+// Communicators with their groups of world ranks.
+void WriteCommunicators(OTF2_GlobalDefWriter* g, const Conversion& c, const GlobalStrings& s) {
+  for (const auto& cm : c.comms.comms()) {
+    std::vector<uint64_t> members(cm.members.begin(), cm.members.end());
     Check(OTF2_GlobalDefWriter_WriteGroup(
-              g, OTF2_GroupRef(c.id + 1), s_comms[c.id], OTF2_GROUP_TYPE_COMM_GROUP,
+              g, OTF2_GroupRef(cm.id + 1), s.comms[cm.id], OTF2_GROUP_TYPE_COMM_GROUP,
               OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, uint32_t(members.size()), members.data()),
           "Group");
   }
-  for (const auto& c : comms.comms())
+  for (const auto& cm : c.comms.comms())
     Check(OTF2_GlobalDefWriter_WriteComm(
-              g, c.id, s_comms[c.id], OTF2_GroupRef(c.id + 1), c.id == 0 ? OTF2_UNDEFINED_COMM : 0,
-              c.id == 0 ? OTF2_COMM_FLAG_NONE : OTF2_COMM_FLAG_CREATE_DESTROY_EVENTS),
+              g, cm.id, s.comms[cm.id], OTF2_GroupRef(cm.id + 1),
+              cm.id == 0 ? OTF2_UNDEFINED_COMM : 0,
+              cm.id == 0 ? OTF2_COMM_FLAG_NONE : OTF2_COMM_FLAG_CREATE_DESTROY_EVENTS),
           "Comm");
+}
+
+// Global definitions: everything the events refer to.
+void WriteGlobalDefs(OTF2_Archive* archive, Conversion* c) {
+  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
+  if (!g) throw std::runtime_error("OTF2_Archive_GetGlobalDefWriter failed");
+  WriteClockProperties(g, c);
+  Strings str;
+  GlobalStrings s = CollectStrings(*c, str);
+  str.Write(g);
+  WriteAttributes(g, s);
+  WriteRegionsAndMetrics(g, *c, s);
+  WriteSystemTree(g, *c, s);
+  WriteLocations(g, c, s);
+  WriteCommunicators(g, *c, s);
+}
+
+// The archive's INVMW::* properties: what readers need to know about gaps and companions.
+void WriteProperties(OTF2_Archive* archive, const std::string& run_dir,
+                     const ConvertResult& result) {
   Check(
       OTF2_Archive_SetProperty(archive, "INVMW::PARTIAL", result.partial ? "true" : "false", true),
       "SetProperty");
@@ -1057,9 +1133,40 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
   Check(OTF2_Archive_SetProperty(archive, "INVMW::PROBLEMS",
                                  std::to_string(result.problems.size()).c_str(), true),
         "SetProperty");
+}
+
+// The conversion proper, writing the archive under the name write_name (ConvertToOtf2 renames
+// it into place).
+ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& options,
+                           const std::string& write_name) {
+  Conversion c;
+  c.run_dir = run_dir;
+  LoadOptions lo;
+  lo.events = false;
+  c.run = LoadRawRun(run_dir, lo);
+  c.result.world_size = c.run.world_size;
+  c.result.problems = c.run.problems;
+  c.comms.Build(c.run, &c.result.problems);
+  c.invmw_regions = DefineInvmwRegions(&c.regions);
+
+  OTF2_Archive* archive = OpenArchiveForWriting(run_dir, write_name, options.chunk_size_events,
+                                                options.chunk_size_defs);
+  struct Closer {
+    OTF2_Archive* a;
+    ~Closer() {
+      if (a) OTF2_Archive_Close(a);
+    }
+  } closer{archive};
+  Check(OTF2_Archive_SetCreator(archive, "invmw trace convert"), "SetCreator");
+  Check(OTF2_Archive_SetDescription(archive, "MPI trace recorded by invmw (LD_PRELOAD)"),
+        "SetDescription");
+  WriteEvents(archive, &c);
+  WriteLocalDefs(archive, &c);
+  WriteGlobalDefs(archive, &c);
+  WriteProperties(archive, run_dir, c.result);
   closer.a = nullptr;
   Check(OTF2_Archive_Close(archive), "Archive_Close");
-  return result;
+  return c.result;
 }
 
 }  // namespace

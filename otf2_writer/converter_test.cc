@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "common/subprocess.h"
-#include "otf2_writer/perfetto_export.h"
+#include "otf2_reader/perfetto_export.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/tests/synthetic_run.h"
-#include "otf2_writer/trace_check.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_check.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "otf2_writer/converter.h"
 #include "otf2_writer/tests/synthetic_run.h"
-#include "otf2_writer/trace_check.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_check.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "analysis/analysis.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::experiment {
 

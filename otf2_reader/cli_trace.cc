@@ -7,9 +7,9 @@
 #include "cli/verb.h"
 #include "otf2_writer/converter.h"
 #include "otf2_writer/output_files.h"
-#include "otf2_writer/perfetto_export.h"
-#include "otf2_writer/trace_check.h"
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/perfetto_export.h"
+#include "otf2_reader/trace_check.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 namespace {

@@ -1,4 +1,4 @@
-#include "otf2_writer/trace_check.h"
+#include "otf2_reader/trace_check.h"
 
 namespace invmw::otf2 {
 namespace {

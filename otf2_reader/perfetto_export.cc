@@ -1,4 +1,4 @@
-#include "otf2_writer/perfetto_export.h"
+#include "otf2_reader/perfetto_export.h"
 
 #include <cmath>
 #include <cstdio>

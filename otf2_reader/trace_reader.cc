@@ -1,4 +1,4 @@
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 #include <otf2/otf2.h>
 

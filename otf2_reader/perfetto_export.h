@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "otf2_writer/trace_reader.h"
+#include "otf2_reader/trace_reader.h"
 
 namespace invmw::otf2 {
 
