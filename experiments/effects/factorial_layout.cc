@@ -54,27 +54,27 @@ std::string TermName(const Layout& layout, uint32_t mask) {
   return Join(parts, "*");
 }
 
-bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layout* layout,
-                 std::string* error) {
-  *layout = Layout();
-  std::vector<const Run*> selected;
+namespace {
+
+// The rows of `platform` ("": all). Several platforms: either the design varies the platform
+// from point to point (then it is a factor like any other, *platform_factor) or the same points
+// were run on several platforms, which cannot be analysed together without saying which.
+bool SelectRuns(const std::vector<Run>& rows, const std::string& platform, Layout* layout,
+                std::vector<const Run*>* selected, bool* platform_factor, std::string* error) {
   std::set<std::string> platforms;
   for (const Run& r : rows) {
     if (!platform.empty() && r.platform != platform) continue;
-    selected.push_back(&r);
+    selected->push_back(&r);
     platforms.insert(r.platform);
   }
-  if (selected.empty()) {
+  if (selected->empty()) {
     *error = platform.empty() ? "no runs" : "no runs on platform '" + platform + "'";
     return false;
   }
-  // Several platforms: either the design varies the platform from point to point (then it is
-  // a factor like any other) or the same points were run on several platforms, which cannot
-  // be analysed together without saying which.
-  bool platform_factor = false;
+  *platform_factor = false;
   if (platforms.size() > 1) {
     std::map<int64_t, std::string> point_platform;
-    for (const Run* r : selected) {
+    for (const Run* r : *selected) {
       auto [it, inserted] = point_platform.emplace(r->point, r->platform);
       if (!inserted && it->second != r->platform) {
         *error = "the design's points were run on several platforms (" +
@@ -83,31 +83,36 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
         return false;
       }
     }
-    platform_factor = true;
+    *platform_factor = true;
   } else {
     layout->platform = *platforms.begin();
   }
+  return true;
+}
 
-  // Factors in the order of the first row; every row must name the same ones.
-  std::vector<RawFactor> raw;
+// Factors in the order of the first row; every row must name the same ones. (*labels)[i] holds
+// run i's level label of each raw factor.
+bool ReadFactors(const std::vector<const Run*>& selected, bool platform_factor,
+                 std::vector<RawFactor>* raw, std::vector<std::vector<std::string>>* labels,
+                 std::string* error) {
   const Run& first = *selected.front();
   for (auto it = first.factors.begin(); it != first.factors.end(); ++it)
-    raw.push_back({it.key(), true, {}, {}});
+    raw->push_back({it.key(), true, {}, {}});
   if (platform_factor && !first.factors.contains("platform"))
-    raw.push_back({"platform", false, {}, {}});
-  std::vector<std::vector<std::string>> labels(selected.size());
+    raw->push_back({"platform", false, {}, {}});
+  labels->assign(selected.size(), {});
   for (size_t i = 0; i < selected.size(); ++i) {
     const Run& r = *selected[i];
     const std::string where = "run id " + std::to_string(r.id) + " (point " +
                               std::to_string(r.point) + ", replication " +
                               std::to_string(r.replication) + ")";
     size_t named = r.factors.size() + (platform_factor && !r.factors.contains("platform"));
-    if (named != raw.size()) {
+    if (named != raw->size()) {
       *error = where + " has factors " + r.factors.dump() + ", the first run of the design has " +
                first.factors.dump();
       return false;
     }
-    for (RawFactor& f : raw) {
+    for (RawFactor& f : *raw) {
       std::string label;
       if (r.factors.contains(f.name)) {
         const auto& v = r.factors[f.name];
@@ -126,12 +131,15 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
       }
       if (std::find(f.labels.begin(), f.labels.end(), label) == f.labels.end())
         f.labels.push_back(label);
-      labels[i].push_back(label);
+      (*labels)[i].push_back(label);
     }
   }
+  return true;
+}
 
-  // Order levels; keep only factors that vary.
-  std::vector<int> kept;  // raw index of each layout factor
+// Orders levels and keeps only the factors that vary (*kept: raw index of each layout factor).
+bool OrderLevels(std::vector<RawFactor>& raw, Layout* layout, std::vector<int>* kept,
+                 std::string* error) {
   for (size_t fi = 0; fi < raw.size(); ++fi) {
     RawFactor& f = raw[fi];
     if (f.labels.size() < 2) {
@@ -149,7 +157,7 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
       for (const auto& l : out.levels) out.values.push_back(f.numbers[l]);
     }
     layout->factors.push_back(out);
-    kept.push_back(static_cast<int>(fi));
+    kept->push_back(static_cast<int>(fi));
   }
   if (!layout->constant_factors.empty())
     layout->notes.push_back("factors with a single level are left out: " +
@@ -164,19 +172,27 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
     *error = std::to_string(k) + " factors vary; at most 20 are supported";
     return false;
   }
+  return true;
+}
 
-  // Design points present, keyed by level tuple; remember what became of each.
-  struct PointInfo {
-    std::vector<size_t> ok;        // indices into `selected`
-    std::vector<int64_t> indices;  // point indices of its rows
-    std::string last_error;
-  };
-  std::map<std::vector<int>, PointInfo> points;
+// What became of one design point (a level tuple) in the rows.
+struct PointInfo {
+  std::vector<size_t> ok;        // indices into the selected runs
+  std::vector<int64_t> indices;  // point indices of its rows
+  std::string last_error;
+};
+using Points = std::map<std::vector<int>, PointInfo>;
+
+// The design points present, keyed by level tuple.
+bool GroupPoints(const std::vector<const Run*>& selected,
+                 const std::vector<std::vector<std::string>>& labels, const std::vector<int>& kept,
+                 const Layout& layout, Points* points, std::string* error) {
+  const size_t k = layout.factors.size();
   std::map<int64_t, std::vector<int>> index_to_levels;
   for (size_t i = 0; i < selected.size(); ++i) {
     std::vector<int> levels(k);
     for (size_t f = 0; f < k; ++f) {
-      const auto& lv = layout->factors[f].levels;
+      const auto& lv = layout.factors[f].levels;
       levels[f] =
           static_cast<int>(std::find(lv.begin(), lv.end(), labels[i][kept[f]]) - lv.begin());
     }
@@ -187,7 +203,7 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
                " has other factor values than an earlier run of the same point";
       return false;
     }
-    PointInfo& p = points[levels];
+    PointInfo& p = (*points)[levels];
     if (r.ok) {
       p.ok.push_back(i);
     } else if (!r.error.empty()) {
@@ -197,20 +213,65 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
     }
     p.indices.push_back(r.point);
   }
-  // Standard order: first factor varies fastest.
+  return true;
+}
+
+// The points present in standard order: first factor varies fastest.
+std::vector<std::vector<int>> StandardOrder(const Points& points, const Layout& layout) {
+  const size_t k = layout.factors.size();
   std::vector<std::vector<int>> cells;
   for (const auto& [levels, info] : points) cells.push_back(levels);
   auto key = [&](const std::vector<int>& c) {
     uint64_t kv = 0, radix = 1;
     for (size_t f = 0; f < k; ++f) {
       kv += c[f] * radix;
-      radix *= layout->factors[f].levels.size();
+      radix *= layout.factors[f].levels.size();
     }
     return kv;
   };
   std::sort(cells.begin(), cells.end(),
             [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  return cells;
+}
 
+// "factor=level, ..." of a level tuple.
+std::string DescribeLevels(const Layout& layout, const std::vector<int>& c) {
+  std::vector<std::string> parts;
+  for (size_t f = 0; f < layout.factors.size(); ++f)
+    parts.push_back(layout.factors[f].name + "=" + layout.factors[f].levels[c[f]]);
+  return Join(parts, ", ");
+}
+
+// The error for points that are neither the full factorial nor a regular fraction: the first
+// few level combinations that no row has.
+std::string MissingPointsError(const Points& points, const Layout& layout, size_t present,
+                               double full_size, bool two_level) {
+  const size_t k = layout.factors.size();
+  std::vector<std::string> missing;
+  size_t count = 0;
+  std::vector<int> c(k, 0);
+  for (;;) {
+    if (!points.count(c)) {
+      if (missing.size() < 5) missing.push_back("(" + DescribeLevels(layout, c) + ")");
+      ++count;
+    }
+    size_t f = 0;
+    while (f < k && ++c[f] == static_cast<int>(layout.factors[f].levels.size())) c[f++] = 0;
+    if (f == k) break;
+  }
+  return "missing design point" + std::string(count > 1 ? "s" : "") + ": " + Join(missing, ", ") +
+         (count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more"
+                                 : "") +
+         " (no run in the database; the " + std::to_string(present) +
+         " points present are not the full factorial of " +
+         LevelLabel(nlohmann::ordered_json(full_size)) + " points" +
+         (two_level ? " nor a regular 2^(k-p) fraction)" : ")");
+}
+
+// Whether the points form the full factorial or a regular two-level fraction.
+bool ClassifyDesign(const std::vector<std::vector<int>>& cells, const Points& points,
+                    Layout* layout, std::string* error) {
+  const size_t k = layout->factors.size();
   double full_size = 1;
   bool two_level = true;
   for (const Factor& f : layout->factors) {
@@ -219,51 +280,25 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
   }
   layout->two_level = two_level;
   layout->full = static_cast<double>(cells.size()) == full_size;
-  if (!layout->full) {
-    std::vector<AliasGroup> groups;
-    bool fraction =
-        two_level && GroupSignColumns(cells, static_cast<int>(k), &groups, &layout->fraction);
-    if (!fraction) {
-      // Name the first few level combinations that no row has.
-      std::vector<std::string> missing;
-      size_t count = 0;
-      std::vector<int> c(k, 0);
-      for (;;) {
-        if (!points.count(c)) {
-          if (missing.size() < 5) {
-            std::vector<std::string> parts;
-            for (size_t f = 0; f < k; ++f)
-              parts.push_back(layout->factors[f].name + "=" + layout->factors[f].levels[c[f]]);
-            missing.push_back("(" + Join(parts, ", ") + ")");
-          }
-          ++count;
-        }
-        size_t f = 0;
-        while (f < k && ++c[f] == static_cast<int>(layout->factors[f].levels.size())) c[f++] = 0;
-        if (f == k) break;
-      }
-      *error = "missing design point" + std::string(count > 1 ? "s" : "") + ": " +
-               Join(missing, ", ") +
-               (count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more"
-                                       : "") +
-               " (no run in the database; the " + std::to_string(cells.size()) +
-               " points present are not the full factorial of " +
-               LevelLabel(nlohmann::ordered_json(full_size)) + " points" +
-               (two_level ? " nor a regular 2^(k-p) fraction)" : ")");
-      return false;
-    }
-  }
+  if (layout->full) return true;
+  std::vector<AliasGroup> groups;
+  bool fraction =
+      two_level && GroupSignColumns(cells, static_cast<int>(k), &groups, &layout->fraction);
+  if (fraction) return true;
+  *error = MissingPointsError(points, *layout, cells.size(), full_size, two_level);
+  return false;
+}
 
-  // Every point present must have a successful run.
+// Every point present must have a successful run; the layout keeps those runs.
+bool TakeSuccessfulRuns(const std::vector<std::vector<int>>& cells, Points& points,
+                        const std::vector<const Run*>& selected, Layout* layout,
+                        std::string* error) {
   for (const auto& c : cells) {
     const PointInfo& p = points[c];
     if (p.ok.empty()) {
-      std::vector<std::string> parts;
-      for (size_t f = 0; f < k; ++f)
-        parts.push_back(layout->factors[f].name + "=" + layout->factors[f].levels[c[f]]);
       *error = "missing design point " + std::to_string(p.indices.front()) + " (" +
-               Join(parts, ", ") + "): no successful run (" + std::to_string(p.indices.size()) +
-               " failed; last error: " + p.last_error + ")";
+               DescribeLevels(*layout, c) + "): no successful run (" +
+               std::to_string(p.indices.size()) + " failed; last error: " + p.last_error + ")";
       return false;
     }
   }
@@ -277,6 +312,26 @@ bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layo
     layout->cell_runs.push_back(idx);
   }
   return true;
+}
+
+}  // namespace
+
+bool BuildLayout(const std::vector<Run>& rows, const std::string& platform, Layout* layout,
+                 std::string* error) {
+  *layout = Layout();
+  std::vector<const Run*> selected;
+  bool platform_factor = false;
+  if (!SelectRuns(rows, platform, layout, &selected, &platform_factor, error)) return false;
+  std::vector<RawFactor> raw;
+  std::vector<std::vector<std::string>> labels;
+  if (!ReadFactors(selected, platform_factor, &raw, &labels, error)) return false;
+  std::vector<int> kept;
+  if (!OrderLevels(raw, layout, &kept, error)) return false;
+  Points points;
+  if (!GroupPoints(selected, labels, kept, *layout, &points, error)) return false;
+  const std::vector<std::vector<int>> cells = StandardOrder(points, *layout);
+  if (!ClassifyDesign(cells, points, layout, error)) return false;
+  return TakeSuccessfulRuns(cells, points, selected, layout, error);
 }
 
 std::vector<std::string> ResponseNames(const Layout& layout) {
