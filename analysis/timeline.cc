@@ -147,178 +147,244 @@ struct PhaseTable {
 
 // Pass 1 over one location: top-level calls with their point-to-point wait candidates and
 // collective participations; the window; phase marks.
+class LocationScanner {
+ public:
+  LocationScanner(const Trace& t, const std::vector<Kind>& kinds,
+                  const std::vector<int32_t>& msg_of_event, PhaseSource source, PhaseTable& phases,
+                  RankWork& w, std::vector<Participation>& parts)
+      : t_(t),
+        ev_(t.locations[w.tl->location].events),
+        kinds_(kinds),
+        msg_of_event_(msg_of_event),
+        source_(source),
+        phases_(phases),
+        w_(w),
+        tl_(*w.tl),
+        parts_(parts),
+        parts_begin_(parts.size()) {}
+
+  void Run(double default_start, double default_end) {
+    tl_.start = default_start;
+    tl_.end = default_end;
+    if (source_ == PhaseSource::kPcontrol)
+      Mark(tl_.start, phases_.Get("pcontrol 0"));
+    else if (source_ == PhaseSource::kUserRegions)
+      Mark(tl_.start, phases_.Get("(outside regions)"));
+    else
+      Mark(tl_.start, phases_.Get("run"));
+    for (size_t i = 0; i < ev_.size(); ++i)
+      if (!Event(i)) break;  // nothing after MPI_Finalize is analysed
+    if (tl_.end < tl_.start) tl_.end = tl_.start;
+    if (in_call_) {  // a call still open at the end of a partial trace
+      cur_.end = ev_.back().time;
+      if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) w_.calls.push_back(cur_);
+    }
+  }
+
+ private:
+  void Mark(double time, uint16_t p) {
+    if (p == phase_ && !w_.marks.empty()) return;
+    phase_ = p;
+    w_.marks.push_back({time, p});
+  }
+
+  // Event i; false when the scan ends there.
+  bool Event(size_t i) {
+    const TraceEvent& e = ev_[i];
+    switch (e.type) {
+      case TraceEvent::kEnter:
+        Enter(e);
+        return true;
+      case TraceEvent::kLeave:
+        return Leave(i);
+      case TraceEvent::kMpiSend:
+      case TraceEvent::kMpiIsend:
+      case TraceEvent::kMpiIsendComplete:
+      case TraceEvent::kMpiRecv:
+      case TraceEvent::kMpiIrecv:
+        PointToPoint(i);
+        return true;
+      case TraceEvent::kNonBlockingCollectiveRequest:
+        nbc_init_[e.request] = in_call_ ? cur_.start : e.time;
+        return true;
+      case TraceEvent::kMpiCollectiveEnd:
+      case TraceEvent::kNonBlockingCollectiveComplete:
+        if (in_call_) CollectiveEnd(e);
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  void Enter(const TraceEvent& e) {
+    const Kind k = e.region < kinds_.size() ? kinds_[e.region] : Kind::kUser;
+    if (in_call_) {
+      if (k == Kind::kFlush) flush_start_ = e.time;
+      stack_.push_back(k);
+      return;
+    }
+    if (k == Kind::kUser) {
+      if (source_ == PhaseSource::kUserRegions && user_.empty())
+        Mark(e.time, phases_.Get(t_.regions[e.region].name));
+      user_.push_back(e.region);
+      return;
+    }
+    in_call_ = true;
+    cur_ = Call();
+    cur_.start = e.time;
+    cur_.calls = e.calls;
+    cur_.kind = k;
+    cur_.phase = phase_;
+    cands_.clear();
+    stack_.assign(1, k);
+  }
+
+  bool Leave(size_t i) {
+    const TraceEvent& e = ev_[i];
+    if (!in_call_) {
+      if (!user_.empty()) {
+        user_.pop_back();
+        if (source_ == PhaseSource::kUserRegions && user_.empty())
+          Mark(e.time, phases_.Get("(outside regions)"));
+      }
+      return true;
+    }
+    const Kind k = stack_.back();
+    stack_.pop_back();
+    if (k == Kind::kFlush) cur_.flush += e.time - flush_start_;
+    if (!stack_.empty()) return true;
+    in_call_ = false;
+    cur_.end = e.time;
+    cur_.cut_off = e.cut_off;
+    ResolveWait();
+    return EndCall(i);
+  }
+
+  // The latest moment the finished call must have waited for, over its candidates.
+  void ResolveWait() {
+    for (const auto& c : cands_) {
+      if (c.until <= cur_.start || (c.need_end_after && cur_.end <= c.until)) continue;
+      const double u = std::min(c.until, cur_.end);
+      if (u > cur_.wait_until) {
+        cur_.wait_until = u;
+        cur_.wait_rank = c.rank;
+        cur_.wait_cat = kIdle;
+      }
+    }
+  }
+
+  // Files the call that ended at event i; false after MPI_Finalize.
+  bool EndCall(size_t i) {
+    if (cur_.kind == Kind::kInit) {
+      tl_.start = cur_.end;
+      // Anything before the end of MPI_Init lies outside the window.
+      w_.calls.clear();
+      parts_.resize(parts_begin_);
+      w_.marks.front().time = tl_.start;
+      return true;
+    }
+    if (cur_.kind == Kind::kFinalize) {
+      tl_.end = cur_.start;
+      return false;
+    }
+    w_.calls.push_back(cur_);
+    if (cur_.kind == Kind::kPcontrol && source_ == PhaseSource::kPcontrol) {
+      // MPI_Pcontrol(0) is followed at once by the paused region; it pauses, it does not
+      // start a phase.
+      const size_t n = ev_.size();
+      const bool pauses = i + 1 < n && ev_[i + 1].type == TraceEvent::kEnter &&
+                          ev_[i + 1].region < kinds_.size() &&
+                          kinds_[ev_[i + 1].region] == Kind::kPaused;
+      if (!pauses) Mark(ev_[i].time, phases_.Get("pcontrol " + std::to_string(++pcontrol_phases_)));
+    }
+    return true;
+  }
+
+  // Messages: what they add to the rank's counts, and the wait candidates of the current call.
+  void PointToPoint(size_t i) {
+    const TraceEvent& e = ev_[i];
+    const auto& messages = t_.messages;
+    switch (e.type) {
+      case TraceEvent::kMpiSend: {
+        if (!in_call_) break;
+        const int32_t m = msg_of_event_[i];
+        cur_.p2p_data = true;
+        ++tl_.messages_sent;
+        tl_.bytes_sent += e.bytes;
+        if (m >= 0) cands_.push_back({messages[m].recv_post_time, messages[m].dst, true});
+        break;
+      }
+      case TraceEvent::kMpiIsend: {
+        if (in_call_) cur_.p2p_data = true;
+        ++tl_.messages_sent;
+        tl_.bytes_sent += e.bytes;
+        if (msg_of_event_[i] >= 0) isend_msg_[e.request] = msg_of_event_[i];
+        break;
+      }
+      case TraceEvent::kMpiIsendComplete: {
+        if (!in_call_) break;
+        cur_.p2p_data = true;
+        auto it = isend_msg_.find(e.request);
+        if (it == isend_msg_.end()) break;
+        const auto& m = messages[it->second];
+        cands_.push_back({m.recv_post_time, m.dst, true});
+        isend_msg_.erase(it);
+        break;
+      }
+      default: {  // kMpiRecv, kMpiIrecv
+        if (!in_call_) break;
+        cur_.p2p_data = true;
+        const int32_t m = msg_of_event_[i];
+        if (m >= 0) cands_.push_back({messages[m].send_time, messages[m].src, false});
+        break;
+      }
+    }
+  }
+
+  // The rank's part in a collective, completed inside the current call.
+  void CollectiveEnd(const TraceEvent& e) {
+    double init = cur_.start;
+    if (e.type == TraceEvent::kNonBlockingCollectiveComplete) {
+      auto it = nbc_init_.find(e.request);
+      if (it != nbc_init_.end()) {
+        init = it->second;
+        nbc_init_.erase(it);
+      }
+    }
+    const bool data = e.bytes + e.bytes_recv > 0;
+    cur_.coll_done = true;
+    cur_.coll_data = cur_.coll_data || data;
+    parts_.push_back({tl_.rank, e.comm, e.coll_op, e.peer, init, data, w_.calls.size()});
+  }
+
+  const Trace& t_;
+  const std::vector<TraceEvent>& ev_;
+  const std::vector<Kind>& kinds_;
+  const std::vector<int32_t>& msg_of_event_;
+  const PhaseSource source_;
+  PhaseTable& phases_;
+  RankWork& w_;
+  RankTimeline& tl_;
+  std::vector<Participation>& parts_;
+  const size_t parts_begin_;
+
+  std::unordered_map<uint64_t, int32_t> isend_msg_;  // request -> message
+  std::unordered_map<uint64_t, double> nbc_init_;    // request -> initiation time
+  std::vector<WaitCandidate> cands_;
+  std::vector<Kind> stack_;     // regions open inside the current top-level call
+  std::vector<uint32_t> user_;  // open user regions outside MPI calls
+  Call cur_;
+  bool in_call_ = false;
+  double flush_start_ = 0;
+  uint16_t phase_ = 0;
+  int pcontrol_phases_ = 0;
+};
+
 void ScanLocation(const Trace& t, const std::vector<Kind>& kinds,
                   const std::vector<int32_t>& msg_of_event, PhaseSource source, PhaseTable& phases,
                   double default_start, double default_end, RankWork& w,
                   std::vector<Participation>& parts) {
-  const auto& ev = t.locations[w.tl->location].events;
-  RankTimeline& tl = *w.tl;
-  tl.start = default_start;
-  tl.end = default_end;
-  const size_t parts_begin = parts.size();
-
-  const auto& messages = t.messages;
-  std::unordered_map<uint64_t, int32_t> isend_msg;  // request -> message
-  std::unordered_map<uint64_t, double> nbc_init;    // request -> initiation time
-  std::vector<WaitCandidate> cands;
-  std::vector<Kind> stack;     // regions open inside the current top-level call
-  std::vector<uint32_t> user;  // open user regions outside MPI calls
-  Call cur;
-  bool in_call = false;
-  double flush_start = 0;
-  uint16_t phase = 0;
-  int pcontrol_phases = 0;
-  auto mark = [&](double time, uint16_t p) {
-    if (p == phase && !w.marks.empty()) return;
-    phase = p;
-    w.marks.push_back({time, p});
-  };
-  if (source == PhaseSource::kPcontrol)
-    mark(tl.start, phases.Get("pcontrol 0"));
-  else if (source == PhaseSource::kUserRegions)
-    mark(tl.start, phases.Get("(outside regions)"));
-  else
-    mark(tl.start, phases.Get("run"));
-
-  const size_t n = ev.size();
-  for (size_t i = 0; i < n; ++i) {
-    const TraceEvent& e = ev[i];
-    switch (e.type) {
-      case TraceEvent::kEnter: {
-        const Kind k = e.region < kinds.size() ? kinds[e.region] : Kind::kUser;
-        if (!in_call) {
-          if (k == Kind::kUser) {
-            if (source == PhaseSource::kUserRegions && user.empty())
-              mark(e.time, phases.Get(t.regions[e.region].name));
-            user.push_back(e.region);
-            break;
-          }
-          in_call = true;
-          cur = Call();
-          cur.start = e.time;
-          cur.calls = e.calls;
-          cur.kind = k;
-          cur.phase = phase;
-          cands.clear();
-          stack.assign(1, k);
-        } else {
-          if (k == Kind::kFlush) flush_start = e.time;
-          stack.push_back(k);
-        }
-        break;
-      }
-      case TraceEvent::kLeave: {
-        if (!in_call) {
-          if (!user.empty()) {
-            user.pop_back();
-            if (source == PhaseSource::kUserRegions && user.empty())
-              mark(e.time, phases.Get("(outside regions)"));
-          }
-          break;
-        }
-        const Kind k = stack.back();
-        stack.pop_back();
-        if (k == Kind::kFlush) cur.flush += e.time - flush_start;
-        if (!stack.empty()) break;
-        in_call = false;
-        cur.end = e.time;
-        cur.cut_off = e.cut_off;
-        for (const auto& c : cands) {
-          if (c.until <= cur.start || (c.need_end_after && cur.end <= c.until)) continue;
-          const double u = std::min(c.until, cur.end);
-          if (u > cur.wait_until) {
-            cur.wait_until = u;
-            cur.wait_rank = c.rank;
-            cur.wait_cat = kIdle;
-          }
-        }
-        if (cur.kind == Kind::kInit) {
-          tl.start = cur.end;
-          // Anything before the end of MPI_Init lies outside the window.
-          w.calls.clear();
-          parts.resize(parts_begin);
-          w.marks.front().time = tl.start;
-          break;
-        }
-        if (cur.kind == Kind::kFinalize) {
-          tl.end = cur.start;
-          i = n;  // nothing after MPI_Finalize is analysed
-          break;
-        }
-        w.calls.push_back(cur);
-        if (cur.kind == Kind::kPcontrol && source == PhaseSource::kPcontrol) {
-          // MPI_Pcontrol(0) is followed at once by the paused region; it pauses, it does not
-          // start a phase.
-          const bool pauses = i + 1 < n && ev[i + 1].type == TraceEvent::kEnter &&
-                              ev[i + 1].region < kinds.size() &&
-                              kinds[ev[i + 1].region] == Kind::kPaused;
-          if (!pauses) mark(e.time, phases.Get("pcontrol " + std::to_string(++pcontrol_phases)));
-        }
-        break;
-      }
-      case TraceEvent::kMpiSend: {
-        if (!in_call) break;
-        const int32_t m = msg_of_event[i];
-        cur.p2p_data = true;
-        ++tl.messages_sent;
-        tl.bytes_sent += e.bytes;
-        if (m >= 0) cands.push_back({messages[m].recv_post_time, messages[m].dst, true});
-        break;
-      }
-      case TraceEvent::kMpiIsend: {
-        if (in_call) cur.p2p_data = true;
-        ++tl.messages_sent;
-        tl.bytes_sent += e.bytes;
-        if (msg_of_event[i] >= 0) isend_msg[e.request] = msg_of_event[i];
-        break;
-      }
-      case TraceEvent::kMpiIsendComplete: {
-        if (!in_call) break;
-        cur.p2p_data = true;
-        auto it = isend_msg.find(e.request);
-        if (it == isend_msg.end()) break;
-        const auto& m = messages[it->second];
-        cands.push_back({m.recv_post_time, m.dst, true});
-        isend_msg.erase(it);
-        break;
-      }
-      case TraceEvent::kMpiRecv:
-      case TraceEvent::kMpiIrecv: {
-        if (!in_call) break;
-        cur.p2p_data = true;
-        const int32_t m = msg_of_event[i];
-        if (m >= 0) cands.push_back({messages[m].send_time, messages[m].src, false});
-        break;
-      }
-      case TraceEvent::kNonBlockingCollectiveRequest:
-        nbc_init[e.request] = in_call ? cur.start : e.time;
-        break;
-      case TraceEvent::kMpiCollectiveEnd:
-      case TraceEvent::kNonBlockingCollectiveComplete: {
-        if (!in_call) break;
-        double init = cur.start;
-        if (e.type == TraceEvent::kNonBlockingCollectiveComplete) {
-          auto it = nbc_init.find(e.request);
-          if (it != nbc_init.end()) {
-            init = it->second;
-            nbc_init.erase(it);
-          }
-        }
-        const bool data = e.bytes + e.bytes_recv > 0;
-        cur.coll_done = true;
-        cur.coll_data = cur.coll_data || data;
-        parts.push_back({tl.rank, e.comm, e.coll_op, e.peer, init, data, w.calls.size()});
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  if (tl.end < tl.start) tl.end = tl.start;
-  if (in_call) {  // a call still open at the end of a partial trace
-    cur.end = ev.back().time;
-    if (cur.kind != Kind::kFinalize && cur.kind != Kind::kInit) w.calls.push_back(cur);
-  }
+  LocationScanner(t, kinds, msg_of_event, source, phases, w, parts).Run(default_start, default_end);
 }
 
 bool OneToAll(uint32_t op) {
