@@ -9,7 +9,8 @@ namespace invmw::config {
 
 const std::vector<VarInfo>& Variables() {
   static const std::vector<VarInfo> vars = {
-#define INVMW_VAR(PART, KEY, TYPE, DEF, DESC) {"INVMW_" #PART "_" #KEY, Type::TYPE, DEF, DESC},
+#define INVMW_VAR(PART, KEY, TYPE, DEF, READERS, USE, DESC) \
+  {"INVMW_" #PART "_" #KEY, Type::TYPE, DEF, DESC, READERS, Use::USE},
 #include "config_vars.def"
 #undef INVMW_VAR
   };
@@ -30,6 +31,18 @@ const char* TypeName(Type t) {
       return "string";
     case Type::List:
       return "list";
+  }
+  return "?";
+}
+
+const char* UseName(Use u) {
+  switch (u) {
+    case Use::User:
+      return "user";
+    case Use::Internal:
+      return "internal";
+    case Use::TestOnly:
+      return "test only";
   }
   return "?";
 }
@@ -183,7 +196,7 @@ void Set(Config& cfg, const char* name, Type, const char* def, const char* raw,
 
 Config Load(const char* (*lookup)(const char* name)) {
   Config cfg;
-#define INVMW_VAR(PART, KEY, TYPE, DEF, DESC)                                         \
+#define INVMW_VAR(PART, KEY, TYPE, DEF, READERS, USE, DESC)                           \
   Set(cfg, "INVMW_" #PART "_" #KEY, Type::TYPE, DEF, lookup("INVMW_" #PART "_" #KEY), \
       &cfg.PART##_##KEY INVMW_PARSER_##TYPE);
 #include "config_vars.def"

@@ -15,17 +15,22 @@
 namespace invmw::config {
 
 enum class Type { Bool, Int, Size, Duration, String, List };
+// Who sets a variable (config_vars.def, USE).
+enum class Use { User, Internal, TestOnly };
 
 struct VarInfo {
   const char* name;  // full environment variable name, e.g. "INVMW_TRACE_ENABLE"
   Type type;
   const char* default_value;
   const char* description;
+  const char* readers;  // the parts that read it, e.g. "pmpi_wrap, pvm_wrap"
+  Use use;
 };
 
 // All declared variables, in declaration order.
 const std::vector<VarInfo>& Variables();
 const char* TypeName(Type t);
+const char* UseName(Use u);  // "user", "internal", "test only"
 
 struct Config {
 #define INVMW_VAR_FIELD_Bool bool
@@ -34,7 +39,7 @@ struct Config {
 #define INVMW_VAR_FIELD_Duration double
 #define INVMW_VAR_FIELD_String std::string
 #define INVMW_VAR_FIELD_List std::vector<std::string>
-#define INVMW_VAR(PART, KEY, TYPE, DEF, DESC) INVMW_VAR_FIELD_##TYPE PART##_##KEY{};
+#define INVMW_VAR(PART, KEY, TYPE, DEF, READERS, USE, DESC) INVMW_VAR_FIELD_##TYPE PART##_##KEY{};
 #include "config_vars.def"
 #undef INVMW_VAR
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <map>
 #include <string>
 
@@ -70,6 +72,50 @@ TEST(Config, Ports) {
   EXPECT_EQ(p, 0);
   for (const char* bad : {"", "99999", "65536", "-1", "12a", " 80", "+80"})
     EXPECT_FALSE(ParsePort(bad, &p)) << bad;
+}
+
+// Each variable says which parts read it, by their folders in the source tree, so a reader that
+// moves or disappears is noticed here.
+TEST(Config, EveryVariableNamesItsReaders) {
+  for (const VarInfo& v : Variables()) {
+    const std::string readers = v.readers;
+    ASSERT_FALSE(readers.empty()) << v.name;
+    size_t begin = 0;
+    while (begin < readers.size()) {
+      size_t end = readers.find(", ", begin);
+      if (end == std::string::npos) end = readers.size();
+      std::string item = readers.substr(begin, end - begin);
+      const std::string part = item.substr(0, item.find(" ("));
+      begin = end + 2;
+      if (part == "none") {  // only set for the record, by invmw itself
+        EXPECT_EQ(v.use, Use::Internal) << v.name;
+        continue;
+      }
+      const std::string dir = std::string(INVMW_SOURCE_DIR) + "/" + part;
+      struct stat st {};
+      EXPECT_TRUE(stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+          << v.name << " names reader '" << part << "', which is no folder of the source tree";
+    }
+  }
+}
+
+// Test-only variables are marked in the registry, named INVMW_<PART>_TEST_*, and say so first in
+// their description (which is all that `invmw config list` shows); variables that invmw sets for
+// the processes it starts say who sets them.
+TEST(Config, TestOnlyAndInternalVariablesAreMarked) {
+  size_t test_only = 0;
+  for (const VarInfo& v : Variables()) {
+    const std::string name = v.name, desc = v.description;
+    const bool named_test = name.find("_TEST_") != std::string::npos;
+    const bool says_test = desc.rfind("Test only: ", 0) == 0;
+    EXPECT_EQ(v.use == Use::TestOnly, named_test) << name;
+    EXPECT_EQ(v.use == Use::TestOnly, says_test) << name;
+    EXPECT_EQ(v.use == Use::Internal, desc.rfind("Set by `invmw ", 0) == 0) << name;
+    test_only += v.use == Use::TestOnly;
+  }
+  EXPECT_EQ(test_only,
+            3u);  // INVMW_TRACE_TEST_SKEW, _TEST_NO_WRITER, INVMW_SAMPLER_TEST_DROP_EVERY
+  EXPECT_STREQ(UseName(Use::TestOnly), "test only");
 }
 
 }  // namespace
