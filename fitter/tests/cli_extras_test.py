@@ -199,7 +199,7 @@ def test_probe(a, tmp):
 def test_derive(a, tmp):
     """A design that records the cut-off rc instead of the model's nt is fitted with --derive and
     gives exactly the fit of the same data with nt recorded."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'testdata',
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                        'opal_small.csv')
     lines = [l for l in open(src) if not l.startswith('#')]
     header = lines[0].strip().split(',')
