@@ -1,5 +1,6 @@
 // `invmw platform exec | slot | list | cleanup`: run commands on emulated clusters.
-// (`platform show` and `platform compare`, the fitter's parameter tables, live in fitter/.)
+// (`platform show`, `compare` and `probe`, the fitter's parameter tables, are tables_cmd.cc and
+// probe_cmd.cc.)
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
