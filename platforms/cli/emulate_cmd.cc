@@ -1,5 +1,6 @@
 // `invmw platform exec | slot | list | cleanup`: run commands on emulated clusters.
-// (`platform show` and `platform compare`, the fitter's parameter tables, live in fitter/.)
+// (`platform show`, `compare` and `probe`, the fitter's parameter tables, are tables_cmd.cc and
+// probe_cmd.cc.)
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,11 +20,12 @@
 #include "platforms/emulate/platform.h"
 #include "platforms/emulate/session.h"
 
-namespace invmw::emulate {
+namespace invmw::platforms::cli {
 namespace {
 
 using invmw::cli::Args;
 using invmw::cli::Fail;
+using namespace invmw::emulate;
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
@@ -319,4 +321,4 @@ INVMW_VERB("platform list", "list the run platforms (platforms/emulated)", RunLi
 INVMW_VERB("platform cleanup", "remove cgroups/namespaces left by killed platform runs",
            RunCleanup);
 
-}  // namespace invmw::emulate
+}  // namespace invmw::platforms::cli

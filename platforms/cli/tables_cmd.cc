@@ -9,11 +9,13 @@
 #include "fitter/cli_common.h"
 #include "fitter/platform_table.h"
 
-namespace invmw::fit::cli {
+namespace invmw::platforms::cli {
 namespace {
 
 using invmw::cli::Args;
 using invmw::cli::Fail;
+using invmw::fit::cli::Fmt;
+using namespace invmw::fit;
 
 int RunShow(int argc, char** argv) {
   bool done = false;
@@ -118,4 +120,4 @@ int RunCompare(int argc, char** argv) {
 INVMW_VERB("platform show", "print platform tables with units and sources", RunShow);
 INVMW_VERB("platform compare", "compare platform tables side by side with ratios", RunCompare);
 
-}  // namespace invmw::fit::cli
+}  // namespace invmw::platforms::cli
