@@ -163,6 +163,9 @@ def test_probe(a, tmp):
     check(1 < vals.get('a1', 0) < 1e6, 'a1 plausible (1 MB/s .. 1 TB/s)')
     check(vals.get('b1', 1) < 1e-2 and vals.get('b5', 1) < 1e-2, 'b1, b5 below 10 ms')
     check(all(vals.get(k, 1) < 1e-3 for k in ('a2', 'a3', 'a4')), 'a2..a4 below 1 ms per unit')
+    if a.launcher:
+        # Without --launcher the probes ran with the build's launcher, which the sources name.
+        check(f'{a.launcher} -np 2' in show, f'the ping-pong ran with the build\'s {a.launcher}')
     e = run([a.invmw, 'platform', 'probe', '--name', 'ctest-node', '--out', out], expect=2).stderr
     check('exists (use --force' in e, 'an existing table is not overwritten')
 
@@ -230,6 +233,7 @@ def main():
     ap.add_argument('--invmw', required=True)
     ap.add_argument('--make-db')
     ap.add_argument('--probe', action='store_true', help='run the probe test instead')
+    ap.add_argument('--launcher', help='the build\'s MPI launcher, the default of the probe')
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix='invmw-fitx-') as tmp:
         if a.probe:

@@ -79,6 +79,35 @@ int ReportStale(const std::vector<StaleResource>& stale) {
   return failed;
 }
 
+// Sets up the platform for `ranks` slots (0: its nodes), runs cmd in it and removes it again;
+// throws PlatformError when it cannot be set up here.
+ExecResult ExecOnPlatform(const Platform& p, int ranks, bool verbose,
+                          const std::vector<std::string>& cmd) {
+  if (p.NeedsRoot() || geteuid() == 0) ReportStale(RemoveStale(false));
+  Session session(p, ranks);
+  unsigned cores = std::thread::hardware_concurrency();
+  if (p.HasQuota() && cores && session.ranks() * p.cpu_quota > cores + 1e-9)
+    std::fprintf(stderr,
+                 "invmw: warning: %d ranks x %.0f%% exceed the %u cores here: the virtual "
+                 "nodes time-share\n",
+                 session.ranks(), p.cpu_quota * 100, cores);
+  if (verbose)
+    std::fprintf(stderr, "invmw: platform %s: %s%s%s\n", p.name.c_str(),
+                 Summary(p, session.ranks()).c_str(), p.NeedsRoot() ? ", resources " : "",
+                 p.NeedsRoot() ? session.name().c_str() : "");
+  session.Setup();
+  ExecResult result = session.Exec(cmd);
+  if (p.HasQuota() && !session.slots_seen() && session.exec_seconds() > 1 && !result.interrupted)
+    std::fprintf(stderr,
+                 "invmw: warning: no process was seen in a CPU slot of %s: did the launcher "
+                 "line put `invmw platform slot --` before the program?\n",
+                 p.name.c_str());
+  std::string err;
+  if (!session.Teardown(&err)) std::fprintf(stderr, "invmw: warning: %s\n", err.c_str());
+  if (verbose) std::fprintf(stderr, "invmw: platform %s removed\n", session.name().c_str());
+  return result;
+}
+
 int RunExec(int argc, char** argv) {
   bool done = false, print_launcher = false, verbose = false;
   std::string ranks_text;
@@ -143,28 +172,7 @@ int RunExec(int argc, char** argv) {
   int status = 0;
   ExecResult result;
   try {
-    if (p.NeedsRoot() || geteuid() == 0) ReportStale(RemoveStale(false));
-    Session session(p, ranks);
-    unsigned cores = std::thread::hardware_concurrency();
-    if (p.HasQuota() && cores && session.ranks() * p.cpu_quota > cores + 1e-9)
-      std::fprintf(stderr,
-                   "invmw: warning: %d ranks x %.0f%% exceed the %u cores here: the virtual "
-                   "nodes time-share\n",
-                   session.ranks(), p.cpu_quota * 100, cores);
-    if (verbose)
-      std::fprintf(stderr, "invmw: platform %s: %s%s%s\n", p.name.c_str(),
-                   Summary(p, session.ranks()).c_str(), p.NeedsRoot() ? ", resources " : "",
-                   p.NeedsRoot() ? session.name().c_str() : "");
-    session.Setup();
-    result = session.Exec(cmd);
-    if (p.HasQuota() && !session.slots_seen() && session.exec_seconds() > 1 && !result.interrupted)
-      std::fprintf(stderr,
-                   "invmw: warning: no process was seen in a CPU slot of %s: did the launcher "
-                   "line put `invmw platform slot --` before the program?\n",
-                   p.name.c_str());
-    std::string err;
-    if (!session.Teardown(&err)) std::fprintf(stderr, "invmw: warning: %s\n", err.c_str());
-    if (verbose) std::fprintf(stderr, "invmw: platform %s removed\n", session.name().c_str());
+    result = ExecOnPlatform(p, ranks, verbose, cmd);
     status = result.wait_status;
   } catch (const PlatformError& e) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
