@@ -3,10 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
-
-#include "cli/paths.h"
-#include "common/config.h"
 
 namespace invmw::fit::cli {
 
@@ -34,17 +30,6 @@ bool ParseAssignments(const std::vector<std::string>& items, const char* option,
     (*out)[it.substr(0, eq)] = v;
   }
   return true;
-}
-
-std::string ResultsDbPath(const std::string& given) {
-  if (!given.empty()) return given;
-  std::string env = invmw::config::Load().EXPERIMENT_DB;  // INVMW_EXPERIMENT_DB (contract D)
-  if (!env.empty()) return env;
-  // The same default as `invmw experiment` writes to.
-  std::string build = invmw::cli::ExecutableDir() + "/..";
-  if (access((build + "/CMakeCache.txt").c_str(), F_OK) == 0)
-    return build + "/experiments/results.db";
-  return "results.db";
 }
 
 }  // namespace invmw::fit::cli

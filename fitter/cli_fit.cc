@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
+#include "cli/paths.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
 #include "fitter/derive.h"
@@ -18,6 +19,7 @@
 #include "fitter/fit.h"
 #include "fitter/platform_table.h"
 #include "fitter/results_db.h"
+#include "results/results_db.h"
 
 namespace invmw::fit::cli {
 namespace {
@@ -226,7 +228,7 @@ int RunFit(int argc, char** argv) {
             "component to its own (t_comm, ...), jointly, wherever the data have them.");
   args.Option("--model", "MODEL", &model_name, "built-in model name (opal, dyana, ...) or file")
       .Option("--design", "NAME", &design, "fit the runs of this design from the results database")
-      .Option("--db", "FILE", &db_path, kResultsDbHelp)
+      .Option("--db", "FILE", &db_path, results::kDbHelp)
       .Option("--platform", "NAME", &run_platform,
               "only runs on this run platform (needed when the design ran on several)")
       .Option("--data", "FILE", &data_path, "CSV: header of factor and response column names")
@@ -297,8 +299,10 @@ int RunFit(int argc, char** argv) {
   if (!o.IsValid(&err)) return Fail("fit: " + err);
   try {
     Model m = Model::Load(ResolveModelPath(model_name));
-    DataTable d = design.empty() ? ReadCsv(data_path)
-                                 : LoadResults(ResultsDbPath(db_path), {design, run_platform});
+    DataTable d = design.empty()
+                      ? ReadCsv(data_path)
+                      : LoadResults(results::DbPath(db_path, invmw::cli::ExecutableDir()),
+                                    {design, run_platform});
     AddDerivedColumns(&d, derives);
     FitResult r = Fit(m, d, o);
     if (json) {

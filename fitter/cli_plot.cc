@@ -10,10 +10,12 @@
 #include <sstream>
 
 #include "cli/args.h"
+#include "cli/paths.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
 #include "fitter/plot.h"
 #include "fitter/results_db.h"
+#include "results/results_db.h"
 
 namespace invmw::fit::cli {
 namespace {
@@ -112,8 +114,9 @@ int RunBreakdown(int argc, char** argv) {
         return Fail("plot breakdown: --where and --component apply to measurements only");
       d = BreakdownFromPrediction(ReadJson(prediction), platform, prediction);
     } else {
-      DataTable t =
-          data.empty() ? LoadResults(ResultsDbPath(db), {design, platform}) : ReadCsv(data);
+      DataTable t = data.empty() ? LoadResults(results::DbPath(db, invmw::cli::ExecutableDir()),
+                                               {design, platform})
+                                 : ReadCsv(data);
       d = BreakdownFromTable(t, x, {filters.begin(), filters.end()}, components,
                              total == "none" ? "" : total);
     }

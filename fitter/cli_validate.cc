@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
+#include "cli/paths.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
 #include "fitter/derive.h"
@@ -14,6 +15,7 @@
 #include "fitter/predict.h"
 #include "fitter/results_db.h"
 #include "fitter/validate.h"
+#include "results/results_db.h"
 
 namespace invmw::fit::cli {
 namespace {
@@ -128,7 +130,7 @@ int RunValidate(int argc, char** argv) {
       "Rule: error = (predicted - measured mean) / measured mean, in percent.");
   args.Option("--model", "MODEL", &model_name, "built-in model name or file")
       .Option("--design", "NAME", &design, "the measured runs: this design's rows")
-      .Option("--db", "FILE", &db_path, kResultsDbHelp)
+      .Option("--db", "FILE", &db_path, results::kDbHelp)
       .Option("--platform", "NAME", &run_platform,
               "only runs on this run platform (needed when the design ran on several)")
       .Option("--table", "TABLE", &table_name, "platform table whose parameters predict (required)")
@@ -162,7 +164,7 @@ int RunValidate(int argc, char** argv) {
       ref = std::make_unique<PlatformTable>(
           LoadPlatformTable(ResolvePlatformTable(reference, tables_dir)));
     ResolvedParameters rp = ResolveParameters(m, table, ref.get());
-    std::string db = ResultsDbPath(db_path);
+    std::string db = results::DbPath(db_path, invmw::cli::ExecutableDir());
     DataTable d = LoadResults(db, {design, run_platform});
     AddDerivedColumns(&d, derives);
     Validation v = Validate(m, rp.values, d, settings);

@@ -2,9 +2,12 @@
 
 #include <cmath>
 
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
 namespace invmw::fit {
+
+using expr::Expr;
+using expr::ExprError;
 
 void AddDerivedColumns(DataTable* t, const std::vector<std::string>& items) {
   for (const auto& item : items) {

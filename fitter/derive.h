@@ -4,7 +4,7 @@
 // design varies the cut-off radius rc, the model needs ñ, the neighbours within it; constant
 // factors (s = 10) often live in the command, not in the rows. `invmw fit --derive
 // "nt=if(rc > 0, 4/3*3.14159*rc^3*0.0334, 1e9)" --derive s=10` adds them, in the model
-// language (fitter/expr.h), row by row. A derived name that is already a column is an error:
+// language (expr/expr.h), row by row. A derived name that is already a column is an error:
 // it would hide a recorded value.
 #pragma once
 

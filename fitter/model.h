@@ -13,9 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
 namespace invmw::fit {
+
+// Models are written in the expression language (expr/); its types are used throughout the fitter.
+using expr::Expr;
+using expr::ExprError;
 
 struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -98,6 +98,17 @@ double Number(const nlohmann::json& j, const char* key, const std::string& where
   return j.at(key).is_null() ? NAN : j.at(key).get<double>();
 }
 
+// A data source as a plot title shows it: a table's source is a file's full path (with " design
+// D platform P" for a results database), which the title's width cuts off, so the title names
+// the file by its base name. The full path stays in the fit's JSON and the report's text.
+std::string ShortSource(const std::string& source) {
+  const size_t design = source.find(" design ");
+  std::string path = source.substr(0, design);
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash + 1 < path.size()) path = path.substr(slash + 1);
+  return design == std::string::npos ? path : path + source.substr(design);
+}
+
 }  // namespace
 
 BreakdownData BreakdownFromTable(const DataTable& data, const std::string& x_name,
@@ -186,7 +197,8 @@ BreakdownData BreakdownFromTable(const DataTable& data, const std::string& x_nam
   }
   std::string filter_text;
   for (const auto& [name, value] : where) filter_text += " " + name + "=" + Num(value);
-  d.title = "time breakdown, " + data.source + (filter_text.empty() ? "" : "," + filter_text);
+  d.title = "time breakdown, " + ShortSource(data.source) +
+            (filter_text.empty() ? "" : "," + filter_text);
   return d;
 }
 
@@ -300,7 +312,7 @@ MeasuredPredictedData MeasuredPredictedFromFit(
   std::string filter_text;
   for (const auto& [f, v] : where) filter_text += " " + f + "=" + Num(v);
   d.title = "measured vs predicted " + name + ", model " + j.value("model", std::string("?")) +
-            ", " + j.value("data", std::string("")) +
+            ", " + ShortSource(j.value("data", std::string(""))) +
             (filter_text.empty() ? "" : "," + filter_text);
   return d;
 }

@@ -104,6 +104,24 @@ TEST(Plot, MeasuredPredictedGroupsReplicationsOfAPoint) {
       << e;
 }
 
+// A results database's absolute path would be cut off at the title's width: titles name the
+// file by its base name (with the design and platform), the full path is in fit.json.
+TEST(Plot, TitlesNameTheDataByItsBaseName) {
+  DataTable t = Measurements();
+  t.source = "/srv/very/long/build/directory/experiments/results.db design opal-84 platform emu-a";
+  BreakdownData b = BreakdownFromTable(t, "p", {{"n", 100}}, {}, "t_wall");
+  EXPECT_EQ(b.title, "time breakdown, results.db design opal-84 platform emu-a, n=100");
+  EXPECT_EQ(b.title.find('/'), std::string::npos) << b.title;
+  nlohmann::json j = nlohmann::json::parse(R"({"model":"opal",
+    "data":"/srv/very/long/build/directory/testdata/opal_small.csv",
+    "responses":[{"name":"t_opal","column":"t_wall"}],
+    "residuals":[{"point":0,"response":"t_opal","measured":10,"predicted":10.5,
+                  "factors":{"p":1}}]})");
+  MeasuredPredictedData m = MeasuredPredictedFromFit(j, "", "fit.json");
+  EXPECT_EQ(m.title, "measured vs predicted t_opal, model opal, opal_small.csv");
+  EXPECT_EQ(m.title.find("/srv"), std::string::npos) << m.title;
+}
+
 TEST(Plot, PredictionTimeAndSpeedupSideBySide) {
   nlohmann::json j = nlohmann::json::parse(R"({"model":"opal","sweep":"p","platforms":[
     {"platform":"a","points":[{"p":1,"time":4,"speedup":1},{"p":2,"time":2,"speedup":2}]},

@@ -1,6 +1,5 @@
 #include "fitter/results_db.h"
 
-#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,37 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "common/sqlite_readonly.h"
+#include "results/results_db.h"
 
 namespace invmw::fit {
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-Stmt Prepare(sqlite3* db, const std::string& path, const char* sql) {
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
-    std::string msg = sqlite3_errmsg(db);
-    sqlite3_finalize(st);
-    throw DataError(path + ": not a results database of the expected schema (" + msg + ")");
-  }
-  return Stmt(st);
-}
-
-std::string Text(sqlite3_stmt* st, int col) {
-  const unsigned char* t = sqlite3_column_text(st, col);
-  return t ? reinterpret_cast<const char*>(t) : "";
-}
 
 std::string Join(const std::set<std::string>& items) {
   std::string out;
@@ -96,43 +71,38 @@ DataTable LoadResults(const std::string& path, const ResultsQuery& q) {
   struct stat sb;
   if (stat(path.c_str(), &sb) != 0)
     throw DataError(path + ": no results database there (run a design first, or give --db FILE)");
-  std::string error;
-  sqlite3* raw = sqlite::OpenReadOnly(path, &error);
-  Db db(raw);
-  if (!raw) throw DataError(error);
-  int rc;
-
-  Stmt st = Prepare(raw, path,
-                    "SELECT id, point, replication, platform, factors, responses FROM runs "
-                    "WHERE design = ?1 AND status = 'ok' AND (?2 = '' OR platform = ?2) "
-                    "ORDER BY platform, point, replication, id");
-  sqlite3_bind_text(st.get(), 1, q.design.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.get(), 2, q.platform.c_str(), -1, SQLITE_TRANSIENT);
   std::vector<Run> runs;
   std::set<std::string> platforms;
-  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
-    Run r;
-    r.id = sqlite3_column_int64(st.get(), 0);
-    r.point = sqlite3_column_int64(st.get(), 1);
-    r.replication = sqlite3_column_int64(st.get(), 2);
-    r.platform = Text(st.get(), 3);
-    std::string where = path + ": run id " + std::to_string(r.id);
-    r.factors = ParseObject(Text(st.get(), 4), where, "factors", false);
-    r.responses = ParseObject(Text(st.get(), 5), where, "responses", true);
-    platforms.insert(r.platform);
-    runs.push_back(std::move(r));
+  std::vector<std::pair<std::string, std::string>> designs;
+  try {
+    results::ResultsDb db(path, results::ResultsDb::kReadOnly);
+    for (const results::RunRecord& row : db.Rows(q.design)) {
+      if (row.status != "ok" || (!q.platform.empty() && row.platform != q.platform)) continue;
+      Run r;
+      r.id = row.id;
+      r.point = row.point;
+      r.replication = row.replication;
+      r.platform = row.platform;
+      std::string where = path + ": run id " + std::to_string(r.id);
+      r.factors = ParseObject(row.factors, where, "factors", false);
+      r.responses = ParseObject(row.responses, where, "responses", true);
+      platforms.insert(r.platform);
+      runs.push_back(std::move(r));
+    }
+    if (runs.empty()) designs = db.Designs(true);
+  } catch (const results::DbError& e) {
+    throw DataError(e.what());
   }
-  if (rc != SQLITE_DONE) throw DataError(path + ": reading runs: " + sqlite3_errmsg(raw));
+  // Rows come by point, replication, platform, id; a platform's rows stay together.
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const Run& a, const Run& b) { return a.platform < b.platform; });
 
   std::string what =
       "design '" + q.design + "'" + (q.platform.empty() ? "" : " on platform '" + q.platform + "'");
   if (runs.empty()) {
     // Say what is there, so a typo is obvious.
-    Stmt all = Prepare(raw, path,
-                       "SELECT DISTINCT design || ' (' || platform || ')' FROM runs "
-                       "WHERE status = 'ok' ORDER BY 1");
     std::set<std::string> have;
-    while (sqlite3_step(all.get()) == SQLITE_ROW) have.insert(Text(all.get(), 0));
+    for (const auto& [design, platform] : designs) have.insert(design + " (" + platform + ")");
     throw DataError(path + ": no successful run of " + what +
                     " (designs with successful runs: " + Join(have) + ")");
   }

@@ -2,10 +2,10 @@
 // design notes; docs/fitter.md "From the results database"), turned into the DataTable the fitter
 // and the plots read.
 //
-// Why a loader here and not in the runner: the fitter reads the database the runner writes, and
-// only the schema is shared. Each successful run (status = 'ok') of one design on one platform
-// becomes one row: its factor values and its response values (JSON objects in the run's row)
-// become columns, so the model's components find their measured columns by name (t_comm, ...)
+// The rows come from the results library (results/results_db.h, which owns the schema); this
+// turns them into the fitter's table. Each successful run (status = 'ok') of one design on one
+// platform becomes one row: its factor values and its response values (JSON objects in the run's
+// row) become columns, so the model's components find their measured columns by name (t_comm, ...)
 // and the total its `t_wall`. Replications stay separate rows (the fit's standard errors then
 // see the run-to-run spread); rows of one design point share a group, so cross-validation leaves
 // out the whole point.

@@ -1,13 +1,13 @@
-// Fuzz target: the model expression parser (fitter/expr.cc, Expr::Parse) and evaluation.
+// Fuzz target: the model expression parser (expr/expr.cc, Expr::Parse) and evaluation.
 // Names resolve the way a model's do: f0..f3 are factors, p0..p3 parameters, `sub` an inlined
 // sub-expression, anything else unknown. Contract checked: Parse throws only ExprError.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
-using namespace invmw::fit;
+using namespace invmw::expr;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -95,6 +95,18 @@ TEST(HtmlReport, PlotsAreImagesAndTheirScriptsNeverBecomeMarkup) {
       << "text from the JSON files is escaped";
 }
 
+// The plots' titles name the data by its base name; the page's text keeps the full path.
+TEST(HtmlReport, TheFitsDataKeepsItsFullPath) {
+  const std::string dir = MakePipelineDir({"<svg/>", "<svg/>", "<svg/>"});
+  Write(dir + "/fit.json",
+        R"({"model": "opal", "data": "/srv/build/experiments/results.db design opal-84 platform a",
+            "converged": true, "parameters": [{"name": "a", "value": 1.5}],
+            "responses": [{"name": "t", "points": 3}]})");
+  const std::string page = BuildHtmlReport(dir);
+  EXPECT_NE(page.find("fitted to /srv/build/experiments/results.db design opal-84 platform a"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, AFileThatIsNoSvgIsAnError) {
   const std::string dir =
       MakePipelineDir({"<svg/>", "not a plot", "<svg xmlns=\"http://www.w3.org/2000/svg\"/>"});

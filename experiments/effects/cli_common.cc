@@ -2,20 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "cli/paths.h"
-#include "common/config.h"
-
 namespace invmw::effects {
-
-std::string ResolveDbPath(const std::string& db_option) {
-  if (!db_option.empty()) return db_option;
-  const config::Config c = config::Load();
-  if (!c.EXPERIMENT_DB.empty()) return c.EXPERIMENT_DB;
-  const std::string build = invmw::cli::ExecutableDir() + "/..";
-  struct stat st;
-  if (stat((build + "/CMakeCache.txt").c_str(), &st) == 0) return build + "/experiments/results.db";
-  return "results.db";
-}
 
 bool LoadDesignRows(const std::string& db, const std::string& design, std::vector<Run>* rows,
                     std::string* error) {

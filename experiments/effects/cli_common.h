@@ -1,5 +1,5 @@
-// What the `effects` and `results export` verbs share: finding the results database and
-// reading a design's rows from it with errors that say what to do next.
+// What the `effects` and `results export` verbs share: reading a design's rows from it with errors
+// that say what to do next.
 #pragma once
 
 #include <string>
@@ -8,11 +8,6 @@
 #include "experiments/effects/results_db.h"
 
 namespace invmw::effects {
-
-// --db, else $INVMW_EXPERIMENT_DB, else <build dir>/experiments/results.db when this `invmw`
-// runs from a build tree (bin/ one level below a CMakeCache.txt), else ./results.db: the same
-// rule as `invmw experiment run`, which writes the database.
-std::string ResolveDbPath(const std::string& db_option);
 
 // Loads the rows of `design`; fails when the database is missing or unreadable or the design
 // has no rows there (naming the designs it does have).

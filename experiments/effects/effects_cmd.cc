@@ -8,10 +8,12 @@
 #include <iostream>
 
 #include "cli/args.h"
+#include "cli/paths.h"
 #include "cli/verb.h"
 #include "experiments/effects/cli_common.h"
 #include "experiments/effects/effects.h"
 #include "experiments/effects/effects_report.h"
+#include "results/results_db.h"
 
 namespace invmw::effects {
 namespace {
@@ -62,10 +64,7 @@ int Effects(int argc, char** argv) {
       "Without replications there is no error term: every interaction is estimated, no\n"
       "intervals are given, unless --max-order pools the higher interactions into the error.");
   args.Option("--design", "NAME", &design, "design name as stored in the database (required)")
-      .Option("--db", "FILE", &db,
-              "results database (default: $INVMW_EXPERIMENT_DB, else "
-              "<build dir>/experiments/results.db when invmw runs from a build tree, else "
-              "./results.db)")
+      .Option("--db", "FILE", &db, results::kDbHelp)
       .Repeated("--response", "R", &responses,
                 "analyse this response (comma-separated lists too; default: every response "
                 "recorded)")
@@ -99,7 +98,7 @@ int Effects(int argc, char** argv) {
 
   AnalyzeRequest req;
   req.design = design;
-  req.db = ResolveDbPath(db);
+  req.db = results::DbPath(db, cli::ExecutableDir());
   req.platform = platform;
   req.responses = SplitNames(responses);
   req.collect.log10 = log;

@@ -4,9 +4,11 @@
 #include <iostream>
 
 #include "cli/args.h"
+#include "cli/paths.h"
 #include "cli/verb.h"
 #include "experiments/effects/cli_common.h"
 #include "experiments/effects/results_export.h"
+#include "results/results_db.h"
 
 namespace invmw::effects {
 namespace {
@@ -26,10 +28,7 @@ int Export(int argc, char** argv) {
       "          Extra-P parameters are numbers: a string factor with a single value in the\n"
       "          selection is left out, one with several values needs --where.");
   args.Option("--design", "NAME", &design, "design name as stored in the database (required)")
-      .Option("--db", "FILE", &db,
-              "results database (default: $INVMW_EXPERIMENT_DB, else "
-              "<build dir>/experiments/results.db when invmw runs from a build tree, else "
-              "./results.db)")
+      .Option("--db", "FILE", &db, results::kDbHelp)
       .Option("--format", "F", &format, "csv or extrap (required)")
       .Option("-o", "FILE", &output, "write to FILE instead of stdout")
       .Option("--output", "FILE", &output, "same as -o")
@@ -57,7 +56,7 @@ int Export(int argc, char** argv) {
   }
   std::string error, note;
   std::vector<Run> rows;
-  const std::string db_path = ResolveDbPath(db);
+  const std::string db_path = results::DbPath(db, cli::ExecutableDir());
   if (!LoadDesignRows(db_path, design, &rows, &error)) return cli::Fail(error);
 
   std::ofstream file;

@@ -1,8 +1,7 @@
-// Reading a design's runs from the results database (contract D in the project's briefs: the
-// SQLite table `runs` that the design runner writes).
+// A design's runs from the results database (contract D; results/results_db.h reads the rows)
+// as the effects analysis and the export use them: factors and responses parsed and checked.
 //
-// The effects analysis and the export read the same rows, so this is the one place that knows
-// the schema. Rows are read as they are, failed ones included: the analysis uses only rows with
+// Rows are read as they are, failed ones included: the analysis uses only rows with
 // status 'ok', but a failed row still tells which design points exist and why one has no data,
 // which is what a useful "missing point" error needs.
 #pragma once

@@ -19,7 +19,7 @@
 #include "cli/verb.h"
 #include "common/config.h"
 #include "experiments/runner/design.h"
-#include "experiments/runner/results_db.h"
+#include "results/results_db.h"
 #include "experiments/runner/responses.h"
 #include "experiments/runner/run_dirs.h"
 #include "experiments/runner/runner.h"
@@ -31,14 +31,9 @@ namespace fs = std::filesystem;
 using cli::Args;
 using cli::Fail;
 
-// <build>/experiments/results.db when invmw runs from a build tree, else ./results.db;
-// INVMW_EXPERIMENT_DB overrides both.
+// The readers' rule too (results/results_db.h): INVMW_EXPERIMENT_DB, else the build tree's.
 std::string DefaultDb() {
-  config::Config c = config::Load();
-  if (!c.EXPERIMENT_DB.empty()) return c.EXPERIMENT_DB;
-  fs::path build = fs::path(cli::ExecutableDir()).parent_path();
-  if (fs::exists(build / "CMakeCache.txt")) return (build / "experiments" / "results.db").string();
-  return "results.db";
+  return results::DbPath("", cli::ExecutableDir());
 }
 
 std::string SelfExe() {
@@ -380,10 +375,10 @@ int ExperimentStatus(int argc, char** argv) {
   if (!PlatformOrFail(platform, &rc)) return rc;
   if (platform.empty()) platform = d.platform;
   if (db.empty()) db = DefaultDb();
-  std::vector<RunRecord> rows;
+  std::vector<results::RunRecord> rows;
   try {
     // Read-only: a mistyped --db must not leave an empty database (and directories) behind.
-    ResultsDb rdb(db, ResultsDb::kReadOnly);
+    results::ResultsDb rdb(db, results::ResultsDb::kReadOnly);
     rows = rdb.Runs(d.name, platform);
   } catch (const std::exception& e) {
     return Fail(e.what());
@@ -394,7 +389,7 @@ int ExperimentStatus(int argc, char** argv) {
   std::set<std::pair<int, int>> good;
   std::vector<std::string> problems;
   int failed = 0;
-  for (const RunRecord& r : rows) {
+  for (const results::RunRecord& r : rows) {
     std::string what = r.status == "ok" ? r.responses : r.error;
     std::printf("%5d %4d %5lld %-7s %8.3fs  %s\n", r.point, r.replication,
                 static_cast<long long>(r.run_order), r.status.c_str(), r.duration, what.c_str());
@@ -466,7 +461,7 @@ int ExperimentReset(int argc, char** argv) {
   bool have_db = fs::exists(db, ec);
   try {
     if (have_db) {  // a missing database has no rows to forget, and is not created
-      ResultsDb rdb(db, ResultsDb::kExisting);
+      results::ResultsDb rdb(db, results::ResultsDb::kExisting);
       n = rdb.Delete(d.name, platform);
     }
   } catch (const std::exception& e) {

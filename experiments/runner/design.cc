@@ -12,7 +12,7 @@
 
 #include "common/config.h"
 #include "experiments/runner/run_dirs.h"
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
 namespace invmw::experiment {
 
@@ -115,7 +115,7 @@ class DerivedEvaluator {
     exprs_.reserve(d.derived.size());
     for (const Derived& dv : d.derived) {
       exprs_.push_back(
-          fit::Expr::Parse(dv.expression, [&](const std::string& n) { return Resolve(n, dv); }));
+          expr::Expr::Parse(dv.expression, [&](const std::string& n) { return Resolve(n, dv); }));
       names_.push_back(dv.name);
     }
   }
@@ -130,8 +130,8 @@ class DerivedEvaluator {
   }
 
  private:
-  fit::Expr::Symbol Resolve(const std::string& n, const Derived& at) const {
-    fit::Expr::Symbol s;
+  expr::Expr::Symbol Resolve(const std::string& n, const Derived& at) const {
+    expr::Expr::Symbol s;
     for (size_t i = 0; i < design_.factors.size(); ++i) {
       if (design_.factors[i].name != n) continue;
       const Factor& f = design_.factors[i];
@@ -155,7 +155,7 @@ class DerivedEvaluator {
   }
 
   const Design& design_;
-  std::vector<fit::Expr> exprs_;
+  std::vector<expr::Expr> exprs_;
   std::vector<std::string> names_;
 };
 
@@ -588,7 +588,7 @@ class Loader {
       std::string field = dv.name == "ranks" ? "command.ranks" : "derived." + dv.name;
       try {
         DerivedEvaluator ev(partial);
-      } catch (const fit::ExprError& e) {
+      } catch (const expr::ExprError& e) {
         throw DesignError(source_, dv.line, field,
                           "'" + dv.expression + "': " + e.what() +
                               " (an expression may use numeric factors and the derived values "

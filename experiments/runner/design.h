@@ -50,7 +50,7 @@ struct Factor {
   int line = 0;
 };
 
-// A value derived from the factors by an expression (fitter/expr.h syntax), e.g. ranks = p + 1.
+// A value derived from the factors by an expression (expr/expr.h syntax), e.g. ranks = p + 1.
 struct Derived {
   std::string name, expression;
   int line = 0;

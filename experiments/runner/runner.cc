@@ -18,7 +18,7 @@
 #include "common/subprocess.h"
 #include "experiments/runner/progress.h"
 #include "experiments/runner/responses.h"
-#include "experiments/runner/results_db.h"
+#include "results/results_db.h"
 #include "experiments/runner/run_dirs.h"
 
 namespace invmw::experiment {
@@ -180,7 +180,7 @@ class DesignRun {
       return sum;
     }
 
-    ResultsDb db(o_.db_path);
+    results::ResultsDb db(o_.db_path);
     std::vector<RunSlot> todo;
     for (const RunSlot& s : order) {
       auto row = db.Find(d_.name, s.point, s.replication, platform_);
@@ -217,7 +217,7 @@ class DesignRun {
           break;
         }
         progress.Start(Label(s));
-        RunRecord rec;
+        results::RunRecord rec;
         int sig = RunOne(s, &rec, &progress);
         if (sig) {
           progress.Finish("interrupted (signal " + std::to_string(sig) + "); nothing recorded");
@@ -331,7 +331,7 @@ class DesignRun {
   }
 
   // Runs one slot and fills *rec. Returns the stop signal when interrupted (rec then unused).
-  int RunOne(const RunSlot& s, RunRecord* rec, Progress* progress) {
+  int RunOne(const RunSlot& s, results::RunRecord* rec, Progress* progress) {
     const Point& p = points_[s.point];
     // Fresh and marked as the runner's; a failed or interrupted earlier attempt's directory is
     // emptied only when the runner made it (run_dirs.h).
@@ -348,7 +348,7 @@ class DesignRun {
     rec->factors = p.FactorsJson(d_);
     rec->host = Hostname();
     rec->trace_dir = dir;
-    rec->start_time = IsoTimeNow();
+    rec->start_time = results::IsoTimeNow();
     analysis_s_ = 0;
 
     std::string log = dir + "/runner.log";

@@ -1,11 +1,11 @@
 #include "fitter/tests/synthetic.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
+
+#include "results/results_db.h"
 
 namespace invmw::fit::testing {
 
@@ -55,51 +55,11 @@ const std::vector<std::string>& OpalFactors() {
   return names;
 }
 
-namespace {
-
-void Exec(sqlite3* db, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
-    throw std::runtime_error("sqlite: " + msg + " in: " + sql.substr(0, 60));
-  }
-}
-
-}  // namespace
-
 void WriteOpalResultsDb(const std::string& path, const SyntheticDbRun& run) {
   Model m = Model::Load(ResolveModelPath("opal"));
-  sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
-    sqlite3_close(db);
-    throw std::runtime_error(path + ": cannot create database");
-  }
-  struct Closer {
-    sqlite3* db;
-    ~Closer() { sqlite3_close(db); }
-  } closer{db};
-  Exec(db,
-       "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
-       "INSERT OR REPLACE INTO meta VALUES('schema', '1');"
-       "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, design TEXT NOT NULL,"
-       " point INTEGER NOT NULL, replication INTEGER NOT NULL, platform TEXT NOT NULL,"
-       " run_order INTEGER, factors TEXT NOT NULL, responses TEXT, host TEXT, start_time TEXT,"
-       " duration REAL, exit_status INTEGER,"
-       " status TEXT NOT NULL CHECK(status IN ('ok','failed')), error TEXT, trace_dir TEXT,"
-       " UNIQUE(design, point, replication, platform));"
-       "BEGIN;");
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db,
-                         "INSERT INTO runs(design, point, replication, platform, run_order, "
-                         "factors, responses, host, start_time, duration, exit_status, status, "
-                         "error) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'synthetic', "
-                         "'2026-01-01T00:00:00Z', ?8, ?9, ?10, ?11)",
-                         -1, &st, nullptr) != SQLITE_OK) {
-    throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(db));
-  }
+  // The runner's own writer, so the tests read the schema the runner writes.
+  results::ResultsDb db(path);
   const auto design = OpalDesign();
-  int order = 0;
   for (int rep = 0; rep <= run.replications; ++rep) {
     bool failed = rep == run.replications;  // one extra, failed run per point
     DataTable d = Synthesize(m, OpalFactors(), design, run.truth, run.noise, run.seed * 1000 + rep);
@@ -110,32 +70,22 @@ void WriteOpalResultsDb(const std::string& path, const SyntheticDbRun& run) {
       for (size_t k = OpalFactors().size(); k < d.columns.size(); ++k)
         responses[d.columns[k]] = failed ? 1e9 : d.rows[i][k];
       responses["t_idle"] = 0.01 * responses["t_wall"].get<double>();
-      std::string f = factors.dump(), r = responses.dump();
-      sqlite3_bind_text(st, 1, run.design.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int64(st, 2, static_cast<sqlite3_int64>(i));
-      sqlite3_bind_int(st, 3, rep);
-      sqlite3_bind_text(st, 4, run.platform.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int(st, 5, order++);
-      sqlite3_bind_text(st, 6, f.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(st, 7, r.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_double(st, 8, responses["t_wall"].get<double>());
-      sqlite3_bind_int(st, 9, failed ? 1 : 0);
-      sqlite3_bind_text(st, 10, failed ? "failed" : "ok", -1, SQLITE_STATIC);
-      if (failed) {
-        sqlite3_bind_text(st, 11, "exit status 1", -1, SQLITE_STATIC);
-      } else {
-        sqlite3_bind_null(st, 11);
-      }
-      if (sqlite3_step(st) != SQLITE_DONE) {
-        std::string msg = sqlite3_errmsg(db);
-        sqlite3_finalize(st);
-        throw std::runtime_error(path + ": insert: " + msg);
-      }
-      sqlite3_reset(st);
+      results::RunRecord r;
+      r.design = run.design;
+      r.point = static_cast<int>(i);
+      r.replication = rep;
+      r.platform = run.platform;
+      r.factors = factors.dump();
+      r.responses = responses.dump();
+      r.host = "synthetic";
+      r.start_time = "2026-01-01T00:00:00Z";
+      r.duration = responses["t_wall"].get<double>();
+      r.exit_status = failed ? 1 : 0;
+      r.status = failed ? "failed" : "ok";
+      r.error = failed ? "exit status 1" : "";
+      db.Write(r);
     }
   }
-  sqlite3_finalize(st);
-  Exec(db, "COMMIT;");
 }
 
 }  // namespace invmw::fit::testing

@@ -43,7 +43,7 @@ struct SyntheticDbRun {
 // run per design point and replication of the Opal design, responses t_wall (from the model's
 // total), t_par_comp, t_seq_comp, t_comm, t_sync and t_idle (1% of t_wall), plus one 'failed'
 // run per design point that readers must ignore. Factors also carry "mpi": "openmpi" (text).
-// Throws std::runtime_error on SQLite errors.
+// Writes through results::ResultsDb; throws its DbError (a std::runtime_error) on SQLite errors.
 void WriteOpalResultsDb(const std::string& path, const SyntheticDbRun& run);
 
 }  // namespace invmw::fit::testing

@@ -1,4 +1,4 @@
-#include "common/sqlite_readonly.h"
+#include "results/sqlite_readonly.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace invmw::sqlite {
+namespace invmw::results {
 namespace {
 
 // A file: URI for the path: '%', '?' and '#' are the characters that would otherwise be read as
@@ -76,4 +76,4 @@ sqlite3* OpenReadOnly(const std::string& path, std::string* error) {
   return nullptr;
 }
 
-}  // namespace invmw::sqlite
+}  // namespace invmw::results

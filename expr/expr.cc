@@ -1,4 +1,4 @@
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-namespace invmw::fit {
+namespace invmw::expr {
 
 namespace {
 
@@ -368,4 +368,4 @@ std::vector<int> Expr::DomainParamSlots() const {
   return {out.begin(), out.end()};
 }
 
-}  // namespace invmw::fit
+}  // namespace invmw::expr

@@ -1,6 +1,7 @@
 // The results database: one SQLite row per run of a design point (contract D; the schema is in
-// results_db.cc and docs/experiments.md). Readers (effects, fitter, report) use the rows with
-// status = 'ok'.
+// results_db.cc and docs/experiments.md). The one place that knows the schema: the runner writes
+// through it and the readers (effects, export, fit) read its rows and turn them into their own
+// tables.
 //
 // Why SQLite with WAL: CTest may start the tests of several designs at once (RESOURCE_LOCK
 // serialises the runs, not the readers), a runner may be killed at any moment, and the readers
@@ -9,23 +10,24 @@
 //
 // Contract: in kCreate mode (the runner) the constructor creates the file (and its directory),
 // the tables and the meta row schema = 1, or throws DbError naming the file and what failed; an
-// existing database of another schema is refused. kExisting (reset) and kReadOnly (status) never
-// create a file or directory: a missing database is a DbError naming the path; kReadOnly also
-// reads databases on read-only storage (common/sqlite_readonly.h) and refuses Write/Delete. Write()
-// inserts or replaces the row of (design, point, replication, platform), assigning run_order =
-// (largest run_order of that design and platform) + 1 in the same transaction, so the order
-// recorded is the order in which runs actually finished.
+// existing database of another schema is refused. kExisting (reset) and kReadOnly (status and the
+// readers: effects, export, fit) never create a file or directory: a missing database is a DbError
+// naming the path; kReadOnly also reads databases on read-only storage (results/sqlite_readonly.h)
+// and refuses Write/Delete. Write() inserts or replaces the row of (design, point, replication,
+// platform), assigning run_order = (largest run_order of that design and platform) + 1 in the same
+// transaction, so the order recorded is the order in which runs actually finished.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
 
-namespace invmw::experiment {
+namespace invmw::results {
 
 struct DbError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -61,6 +63,12 @@ class ResultsDb {
                                 const std::string& platform);
   // Rows of a design on a platform (all platforms when empty), by run_order.
   std::vector<RunRecord> Runs(const std::string& design, const std::string& platform);
+  // Every row of a design (ok and failed, all platforms), by point, replication, platform, id:
+  // what the readers (effects, export, fit) turn into their tables.
+  std::vector<RunRecord> Rows(const std::string& design);
+  // The (design, platform) pairs present (only those with an 'ok' run when ok_only), sorted:
+  // for errors that list what the database does hold.
+  std::vector<std::pair<std::string, std::string>> Designs(bool ok_only);
   // Inserts or replaces; returns the run_order given to the row.
   int64_t Write(const RunRecord& r);
   // Deletes a design's rows on a platform (all when empty); returns how many.
@@ -69,12 +77,24 @@ class ResultsDb {
  private:
   void Exec(const char* sql, const char* what);
   void CheckSchema();
+  std::vector<RunRecord> Select(const std::string& design, const std::string& platform,
+                                const char* order_by);
   std::string path_;
   Mode mode_;
   sqlite3* db_ = nullptr;
 };
 
+// The results database a verb uses: `given` (--db) if not empty, else $INVMW_EXPERIMENT_DB, else
+// <build dir>/experiments/results.db when the invmw in `exe_dir` runs from a build tree (bin/ one
+// level below a CMakeCache.txt), else ./results.db. One rule for the runner that writes the
+// database and for every reader (contract D).
+std::string DbPath(const std::string& given, const std::string& exe_dir);
+// The --db help text of the verbs that use it.
+inline constexpr const char* kDbHelp =
+    "results database (default: $INVMW_EXPERIMENT_DB, else <build dir>/experiments/results.db "
+    "when invmw runs from a build tree, else ./results.db)";
+
 // ISO 8601 UTC with milliseconds, e.g. 2026-11-22T07:01:02.345Z.
 std::string IsoTimeNow();
 
-}  // namespace invmw::experiment
+}  // namespace invmw::results

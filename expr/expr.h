@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-namespace invmw::fit {
+namespace invmw::expr {
 
 // A parse error with position inside the expression text (1-based) and the offending token.
 struct ExprError : std::runtime_error {
@@ -221,4 +221,4 @@ class Expr {
   std::string text_;
 };
 
-}  // namespace invmw::fit
+}  // namespace invmw::expr

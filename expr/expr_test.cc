@@ -1,4 +1,4 @@
-#include "fitter/expr.h"
+#include "expr/expr.h"
 
 #include <ceres/jet.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-namespace invmw::fit {
+namespace invmw::expr {
 namespace {
 
 // Factors x, y (slots 0, 1); parameters a, b, c (slots 0, 1, 2).
@@ -182,4 +182,4 @@ TEST(Expr, NumberLiteralsMustBeFinite) {
 }
 
 }  // namespace
-}  // namespace invmw::fit
+}  // namespace invmw::expr

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "experiments/runner/results_db.h"
+#include "results/results_db.h"
 
 int main(int argc, char** argv) {
-  using namespace invmw::experiment;
+  using namespace invmw::results;
   std::string dir = argc > 1 ? argv[1] : ".";
   int rows = argc > 2 ? std::atoi(argv[2]) : 1000;
   std::string path = dir + "/bench-results-" + std::to_string(getpid()) + ".db";

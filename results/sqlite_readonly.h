@@ -19,8 +19,8 @@
 
 struct sqlite3;
 
-namespace invmw::sqlite {
+namespace invmw::results {
 
 sqlite3* OpenReadOnly(const std::string& path, std::string* error);
 
-}  // namespace invmw::sqlite
+}  // namespace invmw::results

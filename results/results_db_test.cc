@@ -1,5 +1,5 @@
 // The results database: contract D's schema, upserts, run_order, and concurrent writers.
-#include "experiments/runner/results_db.h"
+#include "results/results_db.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -12,7 +12,7 @@
 #include <functional>
 #include <set>
 
-namespace invmw::experiment {
+namespace invmw::results {
 namespace {
 
 namespace fs = std::filesystem;
@@ -260,4 +260,4 @@ TEST(ResultsDb, RowsInTheWriteAheadLogAreNeverSkipped) {
 }
 
 }  // namespace
-}  // namespace invmw::experiment
+}  // namespace invmw::results

@@ -1,4 +1,4 @@
-#include "experiments/runner/results_db.h"
+#include "results/results_db.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -8,9 +8,10 @@
 #include <filesystem>
 #include <memory>
 
-#include "common/sqlite_readonly.h"
+#include "common/config.h"
+#include "results/sqlite_readonly.h"
 
-namespace invmw::experiment {
+namespace invmw::results {
 
 namespace {
 
@@ -69,6 +70,15 @@ RunRecord ReadRow(sqlite3_stmt* st) {
   return r;
 }
 
+Stmt Prepare(sqlite3* db, const std::string& path, const std::string& sql) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(raw);
+    throw DbError(path + ": " + sqlite3_errmsg(db));
+  }
+  return Stmt(raw);
+}
+
 void BindText(sqlite3_stmt* st, int i, const std::string& s, bool null_if_empty) {
   if (null_if_empty && s.empty())
     sqlite3_bind_null(st, i);
@@ -77,6 +87,17 @@ void BindText(sqlite3_stmt* st, int i, const std::string& s, bool null_if_empty)
 }
 
 }  // namespace
+
+std::string DbPath(const std::string& given, const std::string& exe_dir) {
+  if (!given.empty()) return given;
+  const std::string env = config::Load().EXPERIMENT_DB;  // INVMW_EXPERIMENT_DB
+  if (!env.empty()) return env;
+  const std::filesystem::path build = std::filesystem::path(exe_dir).parent_path();
+  std::error_code ec;
+  if (std::filesystem::exists(build / "CMakeCache.txt", ec))
+    return (build / "experiments" / "results.db").string();
+  return "results.db";
+}
 
 std::string IsoTimeNow() {
   struct timeval tv;
@@ -92,7 +113,7 @@ std::string IsoTimeNow() {
 ResultsDb::ResultsDb(const std::string& path, Mode mode) : path_(path), mode_(mode) {
   if (mode == kReadOnly) {
     std::string error;
-    db_ = sqlite::OpenReadOnly(path, &error);
+    db_ = OpenReadOnly(path, &error);
     if (!db_) throw DbError(error);
     sqlite3_busy_timeout(db_, 60000);
     try {
@@ -139,7 +160,8 @@ void ResultsDb::CheckSchema() {
   sqlite3_stmt* raw = nullptr;
   sqlite3_prepare_v2(db_, "SELECT value FROM meta WHERE key='schema'", -1, &raw, nullptr);
   Stmt st(raw);
-  if (!st) throw DbError(path_ + ": not a results database (no table 'meta')");
+  if (!st)
+    throw DbError(path_ + ": not a results database of the expected schema (no table 'meta')");
   std::string schema = sqlite3_step(st.get()) == SQLITE_ROW ? Text(st.get(), 0) : "";
   if (schema != "1")
     throw DbError(path_ + ": results database of schema '" + schema +
@@ -161,12 +183,10 @@ void ResultsDb::Exec(const char* sql, const char* what) {
 
 std::optional<RunRecord> ResultsDb::Find(const std::string& design, int point, int replication,
                                          const std::string& platform) {
-  std::string sql = std::string("SELECT ") + kColumns +
-                    " FROM runs WHERE design=? AND point=? AND replication=? AND platform=?";
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK)
-    throw DbError(path_ + ": " + sqlite3_errmsg(db_));
-  Stmt st(raw);
+  Stmt st = Prepare(db_, path_,
+                    std::string("SELECT ") + kColumns +
+                        " FROM runs WHERE design=? AND point=? AND replication=? AND platform=?");
+  sqlite3_stmt* raw = st.get();
   BindText(raw, 1, design, false);
   sqlite3_bind_int(raw, 2, point);
   sqlite3_bind_int(raw, 3, replication);
@@ -175,23 +195,6 @@ std::optional<RunRecord> ResultsDb::Find(const std::string& design, int point, i
   if (rc == SQLITE_ROW) return ReadRow(raw);
   if (rc != SQLITE_DONE) throw DbError(path_ + ": " + sqlite3_errmsg(db_));
   return std::nullopt;
-}
-
-std::vector<RunRecord> ResultsDb::Runs(const std::string& design, const std::string& platform) {
-  std::string sql = std::string("SELECT ") + kColumns + " FROM runs WHERE design=?" +
-                    (platform.empty() ? "" : " AND platform=?") +
-                    " ORDER BY platform, run_order, point, replication";
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK)
-    throw DbError(path_ + ": " + sqlite3_errmsg(db_));
-  Stmt st(raw);
-  BindText(raw, 1, design, false);
-  if (!platform.empty()) BindText(raw, 2, platform, false);
-  std::vector<RunRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(raw)) == SQLITE_ROW) out.push_back(ReadRow(raw));
-  if (rc != SQLITE_DONE) throw DbError(path_ + ": " + sqlite3_errmsg(db_));
-  return out;
 }
 
 int64_t ResultsDb::Write(const RunRecord& r) {
@@ -249,6 +252,38 @@ int64_t ResultsDb::Write(const RunRecord& r) {
   }
 }
 
+std::vector<RunRecord> ResultsDb::Select(const std::string& design, const std::string& platform,
+                                         const char* order_by) {
+  Stmt st = Prepare(db_, path_,
+                    std::string("SELECT ") + kColumns + " FROM runs WHERE design=?" +
+                        (platform.empty() ? "" : " AND platform=?") + " ORDER BY " + order_by);
+  BindText(st.get(), 1, design, false);
+  if (!platform.empty()) BindText(st.get(), 2, platform, false);
+  std::vector<RunRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) out.push_back(ReadRow(st.get()));
+  if (rc != SQLITE_DONE) throw DbError(path_ + ": reading runs failed: " + sqlite3_errmsg(db_));
+  return out;
+}
+
+std::vector<RunRecord> ResultsDb::Runs(const std::string& design, const std::string& platform) {
+  return Select(design, platform, "platform, run_order, point, replication");
+}
+
+std::vector<RunRecord> ResultsDb::Rows(const std::string& design) {
+  return Select(design, "", "point, replication, platform, id");
+}
+
+std::vector<std::pair<std::string, std::string>> ResultsDb::Designs(bool ok_only) {
+  std::string sql = std::string("SELECT DISTINCT design, platform FROM runs") +
+                    (ok_only ? " WHERE status = 'ok'" : "") + " ORDER BY design, platform";
+  Stmt st = Prepare(db_, path_, sql);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (sqlite3_step(st.get()) == SQLITE_ROW)
+    out.emplace_back(Text(st.get(), 0), Text(st.get(), 1));
+  return out;
+}
+
 int ResultsDb::Delete(const std::string& design, const std::string& platform) {
   if (mode_ == kReadOnly) throw DbError(path_ + ": opened read-only");
   std::string sql =
@@ -263,4 +298,4 @@ int ResultsDb::Delete(const std::string& design, const std::string& platform) {
   return sqlite3_changes(db_);
 }
 
-}  // namespace invmw::experiment
+}  // namespace invmw::results
