@@ -125,17 +125,10 @@ std::string SliceArgs(const TraceEvent& enter, const Records& r) {
   return a + "}";
 }
 
-}  // namespace
+using TidOf = std::map<size_t, int>;  // location index -> tid within its rank
 
-PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
-  // A temporary file renamed onto out_path once complete: a failed export leaves the
-  // previous one (and with SIGXFSZ ignored, RLIMIT_FSIZE is an error, not the end).
-  IgnoreSigxfsz sigxfsz;
-  AtomicFile file(out_path);
-  Out o{file.get()};
-  PerfettoStats st;
-  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", o.f);
-  std::map<size_t, int> tid_of;  // location index -> tid within its rank
+// Process (rank) and thread (location) names and order.
+void WriteMetadata(const Trace& t, Out& o, TidOf* tid_of) {
   for (const auto& [rank, locs] : t.locations_of_rank) {
     o.Begin();
     std::fprintf(o.f,
@@ -149,7 +142,7 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                  "\"sort_index\":%d}}",
                  rank, rank);
     for (size_t k = 0; k < locs.size(); ++k) {
-      tid_of[locs[k]] = int(k);
+      (*tid_of)[locs[k]] = int(k);
       o.Begin();
       std::fprintf(o.f,
                    "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"thread_name\",\"pid\":%d,"
@@ -157,13 +150,16 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                    rank, k, Quote(t.locations[locs[k]].name).c_str());
     }
   }
+}
+
+// One complete slice per region visit, with the MPI records directly inside it as args.
+void WriteSlices(const Trace& t, Out& o, TidOf& tid_of, CommNames& comms, PerfettoStats* st) {
   std::vector<std::string> names;
   for (const auto& r : t.regions) names.push_back(Quote(r.name));
   struct Open {
     const TraceEvent* enter;
     Records records;
   };
-  CommNames comms(t);
   std::string members;
   for (size_t li = 0; li < t.locations.size(); ++li) {
     const auto& l = t.locations[li];
@@ -180,8 +176,8 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                    name.c_str(), l.rank, tid_of[li], e.time * 1e6, (stop - e.time) * 1e6);
       const std::string args = SliceArgs(e, v.records);
       std::fprintf(o.f, ",\"args\":%s}", args.c_str());
-      if (args != "{}") ++st.slices_with_args;
-      ++st.slices;
+      if (args != "{}") ++st->slices_with_args;
+      ++st->slices;
     };
     for (const auto& e : l.events) {
       if (e.type == TraceEvent::kEnter) {
@@ -205,11 +201,14 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
       open.pop_back();
     }
   }
-  // Metrics as counter tracks of the rank's process, one per metric (member): the sampler's
-  // (metric locations) and the per-call counters of thread locations. A track's name is the
-  // metric's, with its unit; the location's name goes first when the rank has several
-  // locations with metrics, so their tracks stay apart. Values are as recorded (accumulated
-  // metrics are running totals). JSON has no NaN or infinity: such values are left out.
+}
+
+// Metrics as counter tracks of the rank's process, one per metric (member): the sampler's
+// (metric locations) and the per-call counters of thread locations. A track's name is the
+// metric's, with its unit; the location's name goes first when the rank has several
+// locations with metrics, so their tracks stay apart. Values are as recorded (accumulated
+// metrics are running totals). JSON has no NaN or infinity: such values are left out.
+void WriteCounters(const Trace& t, Out& o, PerfettoStats* st) {
   std::map<int32_t, int> metric_locs_of_rank;
   for (const auto& m : t.metric_locations)
     if (!m.samples.empty()) ++metric_locs_of_rank[m.rank];
@@ -240,12 +239,17 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                      "{\"ph\":\"C\",\"cat\":\"metric\",\"name\":%s,\"pid\":%d,\"ts\":%.3f,"
                      "\"args\":{\"value\":%.17g}}",
                      tracks[k].c_str(), rank, s.time * 1e6, s.values[k]);
-        ++st.counters;
+        ++st->counters;
       }
     }
   };
   for (const auto& m : t.metric_locations) counters(m.rank, m.name, m.samples);
   for (const auto& l : t.locations) counters(l.rank, l.name, l.metrics);
+}
+
+// One flow arrow per matched message, from the slice holding the send to the one holding the
+// receive.
+void WriteFlows(const Trace& t, Out& o, TidOf& tid_of, CommNames& comms, PerfettoStats* st) {
   uint64_t id = 0;
   for (const auto& m : t.messages) {
     ++id;
@@ -272,8 +276,26 @@ PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
                  "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
                  name.c_str(), (unsigned long long)id, rl.rank, tid_of[m.recv_loc],
                  EnclosingStart(rl, m.recv_event) * 1e6, args.c_str());
-    ++st.flows;
+    ++st->flows;
   }
+}
+
+}  // namespace
+
+PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
+  // A temporary file renamed onto out_path once complete: a failed export leaves the
+  // previous one (and with SIGXFSZ ignored, RLIMIT_FSIZE is an error, not the end).
+  IgnoreSigxfsz sigxfsz;
+  AtomicFile file(out_path);
+  Out o{file.get()};
+  PerfettoStats st;
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", o.f);
+  TidOf tid_of;
+  WriteMetadata(t, o, &tid_of);
+  CommNames comms(t);
+  WriteSlices(t, o, tid_of, comms, &st);
+  WriteCounters(t, o, &st);
+  WriteFlows(t, o, tid_of, comms, &st);
   std::fputs("\n]}\n", o.f);
   file.Commit();
   return st;

@@ -29,29 +29,29 @@ std::string Where(const Trace& t, size_t loc, size_t ev) {
          std::to_string(l.events[ev].time) + " s)";
 }
 
-}  // namespace
+// A partial archive is a warning, with the size of its gaps when the converter knew them.
+void WarnPartial(const Trace& t, CheckReport* r) {
+  auto it = t.properties.find("INVMW::PARTIAL");
+  if (it == t.properties.end() || it->second != "true") return;
+  std::string what;
+  for (const auto& [key, label] :
+       {std::pair<const char*, const char*>{"INVMW::DROPPED_EVENTS",
+                                            "events dropped by full rings"},
+        {"INVMW::DROPPED_CALLS", "calls not recorded (INVMW_WRAP_MAX_THREADS)"},
+        {"INVMW::DROPPED_REQUESTS", "requests not tracked (INVMW_WRAP_MAX_REQUESTS)"}})
+    if (auto p = t.properties.find(key); p != t.properties.end() && p->second != "0")
+      what += (what.empty() ? "" : ", ") + p->second + " " + label;
+  r->warnings.push_back(
+      "the archive is marked partial (" +
+      (what.empty() ? std::string("a rank crashed or its data is damaged") : what) + ")");
+}
 
-CheckReport CheckTrace(const Trace& t, size_t max_listed) {
-  CheckReport r;
-  Failures fail(&r, max_listed);
-  if (auto it = t.properties.find("INVMW::PARTIAL");
-      it != t.properties.end() && it->second == "true") {
-    std::string what;
-    for (const auto& [key, label] :
-         {std::pair<const char*, const char*>{"INVMW::DROPPED_EVENTS",
-                                              "events dropped by full rings"},
-          {"INVMW::DROPPED_CALLS", "calls not recorded (INVMW_WRAP_MAX_THREADS)"},
-          {"INVMW::DROPPED_REQUESTS", "requests not tracked (INVMW_WRAP_MAX_REQUESTS)"}})
-      if (auto p = t.properties.find(key); p != t.properties.end() && p->second != "0")
-        what += (what.empty() ? "" : ", ") + p->second + " " + label;
-    r.warnings.push_back(
-        "the archive is marked partial (" +
-        (what.empty() ? std::string("a rank crashed or its data is damaged") : what) + ")");
-  }
+// Metric locations: counts as declared, samples in time order.
+void CheckMetricLocations(const Trace& t, CheckReport* r, Failures& fail) {
   for (const auto& m : t.metric_locations) {
-    r.by_type["Metric"] += m.samples.size();
-    r.by_rank[m.rank]["Metric"] += m.samples.size();
-    r.events += m.samples.size();
+    r->by_type["Metric"] += m.samples.size();
+    r->by_rank[m.rank]["Metric"] += m.samples.size();
+    r->events += m.samples.size();
     if (m.declared_events != m.samples.size())
       fail.Add("event counts", "metric location \"" + m.name + "\": definitions declare " +
                                    std::to_string(m.declared_events) + " events, the file holds " +
@@ -63,6 +63,10 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
         break;
       }
   }
+}
+
+// Thread locations: counts as declared, events in time order, regions properly nested.
+void CheckLocations(const Trace& t, CheckReport* r, Failures& fail) {
   for (size_t li = 0; li < t.locations.size(); ++li) {
     const auto& l = t.locations[li];
     if (l.declared_events != l.events.size())
@@ -72,9 +76,9 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
     std::vector<uint32_t> stack;
     for (size_t i = 0; i < l.events.size(); ++i) {
       const auto& e = l.events[i];
-      r.by_type[EventTypeName(e.type)]++;
-      r.by_rank[l.rank][EventTypeName(e.type)]++;
-      ++r.events;
+      r->by_type[EventTypeName(e.type)]++;
+      r->by_rank[l.rank][EventTypeName(e.type)]++;
+      ++r->events;
       if (i && e.ticks < l.events[i - 1].ticks)
         fail.Add("timestamps", Where(t, li, i) + ": timestamp decreases (previous event at " +
                                    std::to_string(l.events[i - 1].time) + " s)");
@@ -88,14 +92,17 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
       }
     }
     if (!stack.empty())
-      r.warnings.push_back("location \"" + l.name + "\": " + std::to_string(stack.size()) +
-                           " region(s) still open at its end (the run stopped inside MPI?)");
+      r->warnings.push_back("location \"" + l.name + "\": " + std::to_string(stack.size()) +
+                            " region(s) still open at its end (the run stopped inside MPI?)");
   }
-  // A nonblocking start without its completion record: legitimate for a request freed with
-  // MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
-  // A cancelled request has an MpiRequestCancelled instead of its completion; which kind of
-  // start it cancelled is told by its request id (invmw's ids are unique per rank, a persistent
-  // request keeps its kind), looked up among the starts of all locations of the rank.
+}
+
+// A nonblocking start without its completion record: legitimate for a request freed with
+// MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
+// A cancelled request has an MpiRequestCancelled instead of its completion; which kind of
+// start it cancelled is told by its request id (invmw's ids are unique per rank, a persistent
+// request keeps its kind), looked up among the starts of all locations of the rank.
+void WarnUnfinishedRequests(const Trace& t, CheckReport* r) {
   std::map<int32_t, std::map<std::string, uint64_t>> cancelled;  // rank -> start type -> n
   for (const auto& [rank, locs] : t.locations_of_rank) {
     std::map<uint64_t, const char*> kind_of;
@@ -109,7 +116,7 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
         if (e.type == TraceEvent::kMpiRequestCancelled)
           if (auto k = kind_of.find(e.request); k != kind_of.end()) ++cancelled[rank][k->second];
   }
-  for (const auto& [rank, c] : r.by_rank) {
+  for (const auto& [rank, c] : r->by_rank) {
     // An init-capture: clang before 16 cannot capture a structured binding.
     auto n = [&c = c](const char* type) {
       auto it = c.find(type);
@@ -121,53 +128,58 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
       const uint64_t started = n(start), ended = n(done);
       const uint64_t cancels = cancelled[rank][start];
       if (started > ended + cancels)
-        r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(started) + " " +
-                             start + " but " + std::to_string(ended) + " " + done + " and " +
-                             std::to_string(cancels) + " cancelled" +
-                             " (requests freed without completion, or left open)");
+        r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(started) +
+                              " " + start + " but " + std::to_string(ended) + " " + done + " and " +
+                              std::to_string(cancels) + " cancelled" +
+                              " (requests freed without completion, or left open)");
     }
   }
-  // Receives posted and never completed (a leaked or freed request): legal MPI, but a message
-  // that matched one is lost to the application, which is worth saying.
-  {
-    size_t listed = 0, more = 0;
-    std::map<int32_t, uint64_t> open_at_end, wildcards;
-    for (const auto& u : t.uncompleted_recvs) {
-      if (u.wildcard) {
-        ++wildcards[u.rank];
-      } else if (!u.matched) {
-        ++open_at_end[u.rank];
-      } else if (listed++ < max_listed) {
-        auto comm = t.comms.find(u.comm);
-        r.warnings.push_back(
-            "rank " + std::to_string(u.rank) + ": a receive posted at " +
-            std::to_string(u.post_time) + " s from rank " + std::to_string(u.peer) + ", tag " +
-            std::to_string(u.tag) + " on " +
-            (comm == t.comms.end() ? "communicator " + std::to_string(u.comm) : comm->second.name) +
-            " was matched by a message of " + std::to_string(u.bytes) +
-            " bytes but never completed (" + Where(t, u.send_loc, u.send_event) + ")");
-      } else {
-        ++more;
-      }
+}
+
+// Receives posted and never completed (a leaked or freed request): legal MPI, but a message
+// that matched one is lost to the application, which is worth saying.
+void WarnUncompletedReceives(const Trace& t, size_t max_listed, CheckReport* r) {
+  size_t listed = 0, more = 0;
+  std::map<int32_t, uint64_t> open_at_end, wildcards;
+  for (const auto& u : t.uncompleted_recvs) {
+    if (u.wildcard) {
+      ++wildcards[u.rank];
+    } else if (!u.matched) {
+      ++open_at_end[u.rank];
+    } else if (listed++ < max_listed) {
+      auto comm = t.comms.find(u.comm);
+      r->warnings.push_back(
+          "rank " + std::to_string(u.rank) + ": a receive posted at " +
+          std::to_string(u.post_time) + " s from rank " + std::to_string(u.peer) + ", tag " +
+          std::to_string(u.tag) + " on " +
+          (comm == t.comms.end() ? "communicator " + std::to_string(u.comm) : comm->second.name) +
+          " was matched by a message of " + std::to_string(u.bytes) +
+          " bytes but never completed (" + Where(t, u.send_loc, u.send_event) + ")");
+    } else {
+      ++more;
     }
-    if (more)
-      r.warnings.push_back("... and " + std::to_string(more) +
-                           " more receives matched by a message but never completed");
-    for (const auto& [rank, n] : open_at_end)
-      r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
-                           " receive(s) still posted at the end, no message reached them");
-    for (const auto& [rank, n] : wildcards)
-      r.warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
-                           " receive(s) posted with MPI_ANY_SOURCE or MPI_ANY_TAG never completed; "
-                           "which message each took is unknown, so matching on their channels "
-                           "may be off");
   }
+  if (more)
+    r->warnings.push_back("... and " + std::to_string(more) +
+                          " more receives matched by a message but never completed");
+  for (const auto& [rank, n] : open_at_end)
+    r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
+                          " receive(s) still posted at the end, no message reached them");
+  for (const auto& [rank, n] : wildcards)
+    r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
+                          " receive(s) posted with MPI_ANY_SOURCE or MPI_ANY_TAG never completed; "
+                          "which message each took is unknown, so matching on their channels "
+                          "may be off");
+}
+
+// Point-to-point: every send and receive matched, receives after their sends, sizes agreeing.
+void CheckMessages(const Trace& t, CheckReport* r, Failures& fail) {
   for (const auto& u : t.unmatched_sends)
     fail.Add("unmatched sends", Where(t, u.loc, u.event) + ": send without a matching receive");
   for (const auto& u : t.unmatched_recvs)
     fail.Add("unmatched receives", Where(t, u.loc, u.event) + ": receive without a matching send");
   for (const auto& m : t.messages) {
-    ++r.messages;
+    ++r->messages;
     // Within the measured uncertainty of the two clocks' offsets, an early receive is the
     // clocks', not the trace's.
     const double slack =
@@ -183,6 +195,19 @@ CheckReport CheckTrace(const Trace& t, size_t max_listed) {
                                     std::to_string(m.recv_bytes) +
                                     " bytes, the matching send sent " + std::to_string(m.bytes));
   }
+}
+
+}  // namespace
+
+CheckReport CheckTrace(const Trace& t, size_t max_listed) {
+  CheckReport r;
+  Failures fail(&r, max_listed);
+  WarnPartial(t, &r);
+  CheckMetricLocations(t, &r, fail);
+  CheckLocations(t, &r, fail);
+  WarnUnfinishedRequests(t, &r);
+  WarnUncompletedReceives(t, max_listed, &r);
+  CheckMessages(t, &r, fail);
   fail.Summarise();
   return r;
 }

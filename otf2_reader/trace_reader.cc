@@ -467,32 +467,23 @@ void MatchMessages(State& s) {
             [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
 }
 
-}  // namespace
-
-Trace ReadTrace(const std::string& path) {
-  Trace t;
-  t.path = path;
-  State s;
-  s.t = &t;
-  OTF2_Reader* reader = OpenArchiveForReading(path);
-  struct Closer {
-    OTF2_Reader* r;
-    ~Closer() { OTF2_Reader_Close(r); }
-  } closer{reader};
-
+// The archive's properties (INVMW::PARTIAL, ...).
+void ReadProperties(OTF2_Reader* reader, Trace* t) {
   uint32_t nprops = 0;
   char** names = nullptr;
   if (OTF2_Reader_GetPropertyNames(reader, &nprops, &names) == OTF2_SUCCESS) {
     for (uint32_t i = 0; i < nprops; ++i) {
       char* value = nullptr;
       if (OTF2_Reader_GetProperty(reader, names[i], &value) == OTF2_SUCCESS && value) {
-        t.properties[names[i]] = value;
+        t->properties[names[i]] = value;
         free(value);
       }
     }
     free(names);
   }
+}
 
+void ReadGlobalDefs(OTF2_Reader* reader, const std::string& path, State* s) {
   OTF2_GlobalDefReader* gdr = OTF2_Reader_GetGlobalDefReader(reader);
   if (!gdr)
     throw std::runtime_error(path + ": cannot read OTF2 archive (global definitions missing)");
@@ -506,84 +497,98 @@ Trace ReadTrace(const std::string& path) {
   OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(dc, DefAttribute);
   OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(dc, DefMetricMember);
   OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(dc, DefMetricClass);
-  Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, &s), path,
+  Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, s), path,
         "RegisterGlobalDefCallbacks");
   OTF2_GlobalDefReaderCallbacks_Delete(dc);
   uint64_t ndefs = 0;
   Check(OTF2_Reader_ReadAllGlobalDefinitions(reader, gdr, &ndefs), path,
         "ReadAllGlobalDefinitions");
   OTF2_Reader_CloseGlobalDefReader(reader, gdr);
-  if (t.timer_resolution == 0)
+  if (s->t->timer_resolution == 0)
     throw std::runtime_error(path + ": no clock properties in the definitions");
+}
 
-  // World ranks: position of a process's location in the COMM_LOCATIONS group.
+// World ranks: position of a process's location in the COMM_LOCATIONS group; communicator
+// members; locations in id order with their indices.
+void AssignRanks(State* s) {
+  Trace& t = *s->t;
   std::map<uint32_t, int32_t> rank_of_group;
-  for (const auto& [id, g] : s.groups)
+  for (const auto& [id, g] : s->groups)
     if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS)
       for (size_t i = 0; i < g.members.size(); ++i)
-        if (auto it = s.group_of_location.find(g.members[i]); it != s.group_of_location.end())
+        if (auto it = s->group_of_location.find(g.members[i]); it != s->group_of_location.end())
           rank_of_group[it->second] = int32_t(i);
-  for (auto& [comm, group] : s.comm_group) {
-    auto it = s.groups.find(group);
-    if (it == s.groups.end()) continue;
+  for (auto& [comm, group] : s->comm_group) {
+    auto it = s->groups.find(group);
+    if (it == s->groups.end()) continue;
     for (uint64_t m : it->second.members) t.comms[comm].members.push_back(int32_t(m));
   }
   std::sort(t.locations.begin(), t.locations.end(), [](auto& a, auto& b) { return a.id < b.id; });
   for (size_t i = 0; i < t.locations.size(); ++i) {
     auto& l = t.locations[i];
-    if (auto it = rank_of_group.find(s.group_of_location[l.id]); it != rank_of_group.end())
+    if (auto it = rank_of_group.find(s->group_of_location[l.id]); it != rank_of_group.end())
       l.rank = it->second;
-    s.loc_index[l.id] = i;
+    s->loc_index[l.id] = i;
     t.locations_of_rank[l.rank].push_back(i);
   }
-  s.open_enters.resize(t.locations.size());
+  s->open_enters.resize(t.locations.size());
 
   std::sort(t.metric_locations.begin(), t.metric_locations.end(),
             [](auto& a, auto& b) { return a.id < b.id; });
   for (size_t i = 0; i < t.metric_locations.size(); ++i) {
     auto& m = t.metric_locations[i];
-    if (auto it = rank_of_group.find(s.group_of_location[m.id]); it != rank_of_group.end())
+    if (auto it = rank_of_group.find(s->group_of_location[m.id]); it != rank_of_group.end())
       m.rank = it->second;
-    s.metric_loc_index[m.id] = i;
+    s->metric_loc_index[m.id] = i;
   }
-  for (const auto& l : t.locations)
+}
+
+// Reads one location's local definitions (its clock offsets: *uncertainty_ticks is the largest
+// standard deviation) and opens its events.
+void OpenLocation(OTF2_Reader* reader, const std::string& path, bool defs_open, uint64_t id,
+                  uint64_t declared_events, double* uncertainty_ticks) {
+  if (defs_open) {
+    if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, id)) {
+      OTF2_DefReaderCallbacks* cb = OTF2_DefReaderCallbacks_New();
+      OTF2_DefReaderCallbacks_SetClockOffsetCallback(
+          cb, [](void* u, OTF2_TimeStamp, int64_t, double sd) {
+            double* m = static_cast<double*>(u);
+            if (sd > *m) *m = sd;
+            return OTF2_CALLBACK_SUCCESS;
+          });
+      OTF2_Reader_RegisterDefCallbacks(reader, dr, cb, uncertainty_ticks);
+      OTF2_DefReaderCallbacks_Delete(cb);
+      uint64_t n = 0;
+      OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n);
+      OTF2_Reader_CloseDefReader(reader, dr);
+    }
+  }
+  if (declared_events && !OTF2_Reader_GetEvtReader(reader, id))
+    throw std::runtime_error(path + ": cannot open the events of location " + std::to_string(id));
+}
+
+// Selects every location and opens its events; local definitions carry the clock offsets, so
+// they are read before the events.
+void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t) {
+  for (const auto& l : t->locations)
     Check(OTF2_Reader_SelectLocation(reader, l.id), path, "SelectLocation");
-  for (const auto& m : t.metric_locations)
+  for (const auto& m : t->metric_locations)
     Check(OTF2_Reader_SelectLocation(reader, m.id), path, "SelectLocation");
-  // Local definitions carry the clock offsets; they must be read before the events.
   const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
-  auto open_location = [&](uint64_t id, uint64_t declared_events, double* uncertainty_ticks) {
-    if (defs_open) {
-      if (OTF2_DefReader* dr = OTF2_Reader_GetDefReader(reader, id)) {
-        OTF2_DefReaderCallbacks* cb = OTF2_DefReaderCallbacks_New();
-        OTF2_DefReaderCallbacks_SetClockOffsetCallback(
-            cb, [](void* u, OTF2_TimeStamp, int64_t, double sd) {
-              double* m = static_cast<double*>(u);
-              if (sd > *m) *m = sd;
-              return OTF2_CALLBACK_SUCCESS;
-            });
-        OTF2_Reader_RegisterDefCallbacks(reader, dr, cb, uncertainty_ticks);
-        OTF2_DefReaderCallbacks_Delete(cb);
-        uint64_t n = 0;
-        OTF2_Reader_ReadAllLocalDefinitions(reader, dr, &n);
-        OTF2_Reader_CloseDefReader(reader, dr);
-      }
-    }
-    if (declared_events && !OTF2_Reader_GetEvtReader(reader, id))
-      throw std::runtime_error(path + ": cannot open the events of location " + std::to_string(id));
-  };
-  for (auto& l : t.locations) {
+  for (auto& l : t->locations) {
     double u = 0;
-    open_location(l.id, l.declared_events, &u);
-    if (t.timer_resolution) l.clock_uncertainty_s = u / double(t.timer_resolution);
+    OpenLocation(reader, path, defs_open, l.id, l.declared_events, &u);
+    if (t->timer_resolution) l.clock_uncertainty_s = u / double(t->timer_resolution);
   }
-  for (const auto& m : t.metric_locations) {
+  for (const auto& m : t->metric_locations) {
     double u = 0;
-    open_location(m.id, m.declared_events, &u);
+    OpenLocation(reader, path, defs_open, m.id, m.declared_events, &u);
   }
   if (defs_open) OTF2_Reader_CloseDefFiles(reader);
+}
 
+void ReadEvents(OTF2_Reader* reader, const std::string& path, State* s) {
   OTF2_GlobalEvtReader* ger = OTF2_Reader_GetGlobalEvtReader(reader);
   if (!ger)
     throw std::runtime_error(path + ": cannot read OTF2 archive (GetGlobalEvtReader failed)");
@@ -606,13 +611,32 @@ Trace ReadTrace(const std::string& path) {
   OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback(ec, EvCommDestroy);
   OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(ec, EvUnknown);
   OTF2_GlobalEvtReaderCallbacks_SetMetricCallback(ec, EvMetric);
-  Check(OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ec, &s), path,
+  Check(OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ec, s), path,
         "RegisterGlobalEvtCallbacks");
   OTF2_GlobalEvtReaderCallbacks_Delete(ec);
   uint64_t nev = 0;
   Check(OTF2_Reader_ReadAllGlobalEvents(reader, ger, &nev), path, "ReadAllGlobalEvents");
   OTF2_Reader_CloseGlobalEvtReader(reader, ger);
   OTF2_Reader_CloseEvtFiles(reader);
+}
+
+}  // namespace
+
+Trace ReadTrace(const std::string& path) {
+  Trace t;
+  t.path = path;
+  State s;
+  s.t = &t;
+  OTF2_Reader* reader = OpenArchiveForReading(path);
+  struct Closer {
+    OTF2_Reader* r;
+    ~Closer() { OTF2_Reader_Close(r); }
+  } closer{reader};
+  ReadProperties(reader, &t);
+  ReadGlobalDefs(reader, path, &s);
+  AssignRanks(&s);
+  OpenLocations(reader, path, &t);
+  ReadEvents(reader, path, &s);
   MatchMessages(s);
   return t;
 }

@@ -479,7 +479,19 @@ class RankWriter {
     auto gcomm = [&] {
       return gcomm_cache != kNoComm ? gcomm_cache : (gcomm_cache = GComm(r.comm));
     };
-    switch (f->op) {
+    WriteCallBegin(u, *f, gcomm);
+    WriteNested(u);
+    WriteCallEnd(r, *f, gcomm);
+    if (u.counters) WriteCounters(r.t_leave, u.counters->leave, u.counters->count);
+    Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
+  }
+
+  // What a call does at its entry: sends, requests it posts or starts, collective begins,
+  // communicators it creates or frees.
+  template <typename CommFn>
+  void WriteCallBegin(const Unit& u, const FunctionInfo& f, CommFn& gcomm) {
+    const EventRecord& r = *u.rec;
+    switch (f.op) {
       case Op::kSend:
       case Op::kSendrecv:
         if (r.peer >= 0)
@@ -490,33 +502,11 @@ class RankWriter {
       case Op::kIsend:
       case Op::kIrecv:
       case Op::kSendInit:
-      case Op::kRecvInit: {
-        if (!r.request) break;
-        ReqState s;
-        const bool send = f->op == Op::kIsend || f->op == Op::kSendInit;
-        s.kind = send ? ReqState::kSend : ReqState::kRecv;
-        s.persistent =
-            f->op == Op::kSendInit || f->op == Op::kRecvInit || (r.flags & trace::kFlagPersistent);
-        s.gcomm = gcomm();
-        s.peer = r.peer;
-        s.tag = r.tag;
-        s.bytes = r.bytes_sent;
-        s.null_peer = send ? r.peer < 0 : r.peer == -2;
-        reqs_[r.request] = s;
-        if (!s.persistent) StartRequest(r.request, reqs_[r.request], r.t_enter, 0);
+      case Op::kRecvInit:
+        if (r.request) PostRequest(r, f, gcomm());
         break;
-      }
       case Op::kStart:
-        for (const auto& [id, bytes] : u.starts)
-          if (auto it = reqs_.find(id); it != reqs_.end())
-            StartRequest(id, it->second, r.t_enter, bytes);
-        if (r.request) {
-          auto it = reqs_.find(r.request);
-          if (it == reqs_.end())
-            ++(*issues_)["MPI_Start of an unknown request"];
-          else
-            StartRequest(r.request, it->second, r.t_enter, r.bytes_sent);
-        }
+        StartRequests(u);
         break;
       case Op::kCollective:
         Check(OTF2_EvtWriter_MpiCollectiveBegin(W(), nullptr, T(r.t_enter)), "MpiCollectiveBegin");
@@ -526,10 +516,10 @@ class RankWriter {
           ReqState s;
           s.kind = ReqState::kColl;
           s.gcomm = gcomm();
-          s.root = int32_t(Root(*f, gcomm(), r.peer));
+          s.root = int32_t(Root(f, gcomm(), r.peer));
           s.sent = r.bytes_sent;
           s.recv = r.bytes_recv;
-          s.coll = f->coll;
+          s.coll = f.coll;
           reqs_[r.request] = s;
           Check(OTF2_EvtWriter_NonBlockingCollectiveRequest(W(), nullptr, T(r.t_enter), r.request),
                 "NonBlockingCollectiveRequest");
@@ -539,25 +529,65 @@ class RankWriter {
         if (r.request) reqs_[r.request] = ReqState{};
         break;
       case Op::kCommNew:
-      case Op::kCommFree: {
-        const uint32_t g = comms_.Global(rank_.rank, r.comm);
-        if (g == kNoComm || g == 0) break;  // MPI_COMM_NULL result, or not described in defs
-        Check(OTF2_EvtWriter_MpiCollectiveBegin(W(), nullptr, T(r.t_enter)), "MpiCollectiveBegin");
-        if (f->op == Op::kCommNew)
-          Check(OTF2_EvtWriter_CommCreate(W(), nullptr, T(r.t_leave), g), "CommCreate");
-        else
-          Check(OTF2_EvtWriter_CommDestroy(W(), nullptr, T(r.t_leave), g), "CommDestroy");
-        Check(OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave),
-                                              f->op == Op::kCommNew
-                                                  ? OTF2_COLLECTIVE_OP_CREATE_HANDLE
-                                                  : OTF2_COLLECTIVE_OP_DESTROY_HANDLE,
-                                              g, OTF2_UNDEFINED_UINT32, 0, 0),
-              "MpiCollectiveEnd");
+      case Op::kCommFree:
+        WriteCommChange(r, f);
         break;
-      }
       default:
         break;
     }
+  }
+
+  // A nonblocking or persistent point-to-point request; a nonblocking one starts at once.
+  void PostRequest(const EventRecord& r, const FunctionInfo& f, uint32_t gcomm) {
+    ReqState s;
+    const bool send = f.op == Op::kIsend || f.op == Op::kSendInit;
+    s.kind = send ? ReqState::kSend : ReqState::kRecv;
+    s.persistent =
+        f.op == Op::kSendInit || f.op == Op::kRecvInit || (r.flags & trace::kFlagPersistent);
+    s.gcomm = gcomm;
+    s.peer = r.peer;
+    s.tag = r.tag;
+    s.bytes = r.bytes_sent;
+    s.null_peer = send ? r.peer < 0 : r.peer == -2;
+    reqs_[r.request] = s;
+    if (!s.persistent) StartRequest(r.request, reqs_[r.request], r.t_enter, 0);
+  }
+
+  // MPI_Start/MPI_Startall: the persistent requests it started.
+  void StartRequests(const Unit& u) {
+    const EventRecord& r = *u.rec;
+    for (const auto& [id, bytes] : u.starts)
+      if (auto it = reqs_.find(id); it != reqs_.end())
+        StartRequest(id, it->second, r.t_enter, bytes);
+    if (r.request) {
+      auto it = reqs_.find(r.request);
+      if (it == reqs_.end())
+        ++(*issues_)["MPI_Start of an unknown request"];
+      else
+        StartRequest(r.request, it->second, r.t_enter, r.bytes_sent);
+    }
+  }
+
+  // A communicator created or freed: a collective holding its CommCreate/CommDestroy.
+  void WriteCommChange(const EventRecord& r, const FunctionInfo& f) {
+    const uint32_t g = comms_.Global(rank_.rank, r.comm);
+    if (g == kNoComm || g == 0) return;  // MPI_COMM_NULL result, or not described in defs
+    Check(OTF2_EvtWriter_MpiCollectiveBegin(W(), nullptr, T(r.t_enter)), "MpiCollectiveBegin");
+    if (f.op == Op::kCommNew)
+      Check(OTF2_EvtWriter_CommCreate(W(), nullptr, T(r.t_leave), g), "CommCreate");
+    else
+      Check(OTF2_EvtWriter_CommDestroy(W(), nullptr, T(r.t_leave), g), "CommDestroy");
+    Check(OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave),
+                                          f.op == Op::kCommNew ? OTF2_COLLECTIVE_OP_CREATE_HANDLE
+                                                               : OTF2_COLLECTIVE_OP_DESTROY_HANDLE,
+                                          g, OTF2_UNDEFINED_UINT32, 0, 0),
+          "MpiCollectiveEnd");
+  }
+
+  // What happened inside the call, in time order: completions, partitioned parts,
+  // cancellations, invmw's flushes and start-up.
+  void WriteNested(const Unit& u) {
+    const EventRecord& r = *u.rec;
     std::vector<const EventRecord*> nested = u.nested;
     std::stable_sort(nested.begin(), nested.end(), [](const EventRecord* a, const EventRecord* b) {
       return a->t_enter < b->t_enter;
@@ -575,7 +605,12 @@ class RankWriter {
         Check(OTF2_EvtWriter_Leave(W(), nullptr, T(std::min(n->t_leave, r.t_leave)), reg), "Leave");
       }
     }
-    switch (f->op) {
+  }
+
+  // What a call does at its exit: receives and collective ends.
+  template <typename CommFn>
+  void WriteCallEnd(const EventRecord& r, const FunctionInfo& f, CommFn& gcomm) {
+    switch (f.op) {
       case Op::kRecv:
         if (r.peer >= 0)
           Check(OTF2_EvtWriter_MpiRecv(W(), nullptr, T(r.t_leave), Peer(gcomm(), r.peer), gcomm(),
@@ -589,16 +624,13 @@ class RankWriter {
                 "MpiRecv");
         break;
       case Op::kCollective:
-        Check(
-            OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave), f->coll, gcomm(),
-                                            Root(*f, gcomm(), r.peer), r.bytes_sent, r.bytes_recv),
-            "MpiCollectiveEnd");
+        Check(OTF2_EvtWriter_MpiCollectiveEnd(W(), nullptr, T(r.t_leave), f.coll, gcomm(),
+                                              Root(f, gcomm(), r.peer), r.bytes_sent, r.bytes_recv),
+              "MpiCollectiveEnd");
         break;
       default:
         break;
     }
-    if (u.counters) WriteCounters(r.t_leave, u.counters->leave, u.counters->count);
-    Check(OTF2_EvtWriter_Leave(W(), nullptr, T(r.t_leave), reg), "Leave");
   }
 
   // A synchronous metric: the thread's counters at an Enter or Leave of the same timestamp.
