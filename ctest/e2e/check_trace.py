@@ -341,9 +341,11 @@ def check_clock_metadata(run_dir, profile, trace_path):
                 continue
             off, sd = in_trace[p['ticks']]
             # The trace stores -offset and the uncertainty in ticks, rounded to integers; the
-            # tick rate read back is itself rounded, which moves large values by a few ticks.
+            # tick rate read back and the metadata's seconds are themselves rounded, which moves
+            # large values (a loaded machine's 1.3 M-tick uncertainty was 3 ticks off) by a few
+            # ticks per million.
             def near(a, b):
-                return abs(a - b) <= max(1.0, 1e-6 * abs(b))
+                return abs(a - b) <= max(1.0, 1e-5 * abs(b))
             if not near(off, -p['offset_s'] * tps) or not near(sd, u * tps):
                 errors.append(f'rank {rank} {phase}: metadata offset {p["offset_s"]} s +- {u} s '
                               f'is {-p["offset_s"] * tps:.1f} +- {u * tps:.1f} ticks, the trace '
