@@ -32,7 +32,7 @@
 #include "common/run_dir.h"
 #include "invmw_sanitize.h"
 #include "otf2_writer/converter.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 #include "pvm_wrap/merge.h"
 #include "pvm_wrap/static_pvm.h"
 

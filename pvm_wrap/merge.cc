@@ -20,7 +20,7 @@
 #include "common/raw_format.h"
 #include "common/sample_format.h"
 #include "otf2_writer/converter.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 #include "invmw_version.h"
 
 namespace invmw::pvm {
