@@ -1,4 +1,4 @@
-// Fuzz target: the per-rank raw profile parser (pmpi_wrap/profile_report.cc, ParseDump, the
+// Fuzz target: the per-rank raw profile parser (recording/profile_report.cc, ParseDump, the
 // reader of raw/rank-*.bin in `invmw profile merge`) and the profile built from what it
 // accepted. The input is up to four dumps back to back, as ranks of one run.
 // Contract checked: ParseDump never throws; WriteProfile (profile.json and profile.txt, as
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 
 using namespace invmw;
 

@@ -10,7 +10,7 @@
 
 #include "common/config.h"
 #include "otf2_writer/converter.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 #include "pvm_wrap/merge.h"
 
 namespace invmw::launch {

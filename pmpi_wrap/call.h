@@ -19,7 +19,7 @@
 #include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/call_counters.h"
 #include "pmpi_wrap/thread_state.h"
-#include "pmpi_wrap/trace_buffer.h"
+#include "recording/trace_buffer.h"
 #include "pmpi_wrap/trace_runtime.h"
 
 namespace invmw::wrap {

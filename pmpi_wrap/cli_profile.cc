@@ -7,7 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/verb.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 
 namespace invmw::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <limits>
 
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 
 namespace invmw::profile {
 namespace {

@@ -30,11 +30,14 @@
 #include "invmw_version.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 #include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/thread_state.h"
 #include "pmpi_wrap/trace_runtime.h"
+#include "recording/io.h"
+#include "recording/raw_file.h"
+#include "recording/signals.h"
 #include "sampler/sampler.h"
 #include "otf2_writer/converter.h"
 
@@ -78,31 +81,14 @@ void OnThreadExit(void* p) {
 // ---- abnormal-end support: everything a signal handler needs, prepared at init ---------------
 // This rank's raw file, created at init (exclusively: see common/run_dir.h) and written once,
 // by whichever end comes first.
-int g_dump_fd = -1;
-char* g_dump_buf = nullptr;
-size_t g_dump_cap = 0;
-std::atomic<bool> g_dumped{false};
+recording::RawFile g_dump;
 clock::Anchor g_init_anchor;
 // Taken when the library is loaded: at MPI_Init, the interval since (PMPI_Init's hundreds of ms)
 // gives the tick rate without the 1 ms busy calibration inside the application's MPI_Init.
 clock::Anchor g_load_anchor;
-constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
-                            SIGTERM, SIGINT, SIGQUIT, SIGHUP};
-struct sigaction g_old_actions[sizeof(kSignals) / sizeof(kSignals[0])];
 profile::RunMeta g_meta;
-
-// Async-signal-safe. False when not everything was written.
-bool WriteAllAt(int fd, const char* p, size_t n, off_t at) {
-  while (n > 0) {
-    ssize_t w = pwrite(fd, p, n, at);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    at += w;
-    n -= size_t(w);
-  }
-  return true;
-}
+using recording::IsoTime;
+using recording::MakeDirs;
 
 // ---- output files not written (OutputExists) ---------------------------------------------
 std::atomic<uint64_t> g_outputs_refused{0};
@@ -121,116 +107,21 @@ volatile sig_atomic_t g_forked_child = 0;
 
 void OnForkChild() {
   g_forked_child = 1;
-  g_dumped.store(true);
+  g_dump.Claim();
   SetRecording(false);
 }
 
 // Saves the raw dump once (whichever end comes first wins). Async-signal-safe.
 void SaveRawDump(uint32_t reason, int sig) {
-  if (!g.initialized || g.finalized || !g_dump_buf || g_forked_child) return;
-  if (g_dumped.exchange(true)) return;
+  if (!g.initialized || g.finalized || !g_dump.buffer() || g_forked_child) return;
+  if (!g_dump.Claim()) return;
   SetRecording(false);
   if (g.trace_on) TraceSaveFromSignal();
-  size_t n = FillRawDump(reason, sig, g_dump_buf, g_dump_cap);
-  if (g_dump_fd >= 0) WriteAllAt(g_dump_fd, g_dump_buf, n, 0);
+  g_dump.Write(FillRawDump(reason, sig, g_dump.buffer(), g_dump.capacity()));
 }
 
-// Per entry of kSignals: the handler before ours is the application's own (not the MPI
-// library's, not a default): the application may handle the signal and carry on (a SIGTERM
-// handler that sets a flag, a SIGSEGV handler of a garbage collector), so invmw must too.
-bool g_old_is_app[sizeof(kSignals) / sizeof(kSignals[0])];
-
-// Decided at install time (dladdr is not async-signal-safe): a handler in an MPI library or
-// its runtime ends the process (Open MPI prints a backtrace and re-raises).
-bool IsApplicationHandler(const struct sigaction& a) {
-  void* fn = (a.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(a.sa_sigaction)
-                                       : reinterpret_cast<void*>(a.sa_handler);
-  if (!fn || fn == reinterpret_cast<void*>(SIG_DFL) || fn == reinterpret_cast<void*>(SIG_IGN))
-    return false;
-  Dl_info di{};
-  if (!dladdr(fn, &di) || !di.dli_fname) return true;
-  for (const char* lib : {"libmpi", "libopen-pal", "libopen-rte", "libpmix", "libprrte", "libmpich",
-                          "libpmi", "libucs", "libfabric", "libpsm"})
-    if (std::strstr(di.dli_fname, lib)) return false;
-  return true;
-}
-
-void OnSignal(int sig, siginfo_t* info, void* ctx) {
-  int saved_errno = errno;
-  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
-    if (kSignals[i] != sig || !g_old_is_app[i]) continue;
-    // The application's handler decides; if it returns, the run goes on and so does the
-    // profile (an exit() from it is saved by the exit path, an abort() by SIGABRT's).
-    const struct sigaction& old = g_old_actions[i];
-    if (old.sa_flags & SA_SIGINFO)
-      old.sa_sigaction(sig, info, ctx);
-    else
-      old.sa_handler(sig);
-    errno = saved_errno;
-    return;
-  }
+void SaveOnSignal(int sig) {
   SaveRawDump(raw::kEndSignal, sig);
-  // Hand the signal to whoever had it before us (Open MPI's handlers, or the default action),
-  // so the process ends exactly as it would have without invmw.
-  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
-    if (kSignals[i] != sig) continue;
-    struct sigaction& old = g_old_actions[i];
-    sigaction(sig, &old, nullptr);
-    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
-      old.sa_sigaction(sig, info, ctx);
-    } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
-      old.sa_handler(sig);
-    } else if (old.sa_handler == SIG_DFL) {
-      // Synchronous faults re-fault on return with the default action; others re-raise.
-      if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL) raise(sig);
-    }
-    break;
-  }
-  errno = saved_errno;
-}
-
-void InstallSignalHandlers() {
-  // An alternate stack for a crash by stack overflow, unless the application has its own.
-  static char altstack[64 * 1024];
-  stack_t cur{};
-  if (sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
-    stack_t ss{};
-    ss.ss_sp = altstack;
-    ss.ss_size = sizeof altstack;
-    sigaltstack(&ss, nullptr);
-  }
-  for (size_t i = 0; i < sizeof(kSignals) / sizeof(kSignals[0]); ++i) {
-    struct sigaction sa {};
-    sa.sa_sigaction = OnSignal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    sigaction(kSignals[i], &sa, &g_old_actions[i]);
-    g_old_is_app[i] = IsApplicationHandler(g_old_actions[i]);
-    // An ignored signal stays ignored: we must not make it fatal.
-    if (!(g_old_actions[i].sa_flags & SA_SIGINFO) && g_old_actions[i].sa_handler == SIG_IGN)
-      sigaction(kSignals[i], &g_old_actions[i], nullptr);
-  }
-}
-
-bool MakeDirs(const std::string& path) {
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty()) continue;
-    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
-std::string IsoTime(int64_t realtime_ns) {
-  time_t s = time_t(realtime_ns / 1000000000);
-  struct tm tmv;
-  gmtime_r(&s, &tmv);
-  char buf[64];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  return buf;
 }
 
 std::string CommandLine() {
@@ -427,8 +318,7 @@ void WarnAtEnd(uint64_t refused) {
 void FinishNonMpi() {
   g_nonmpi = false;
   sampler::Stop();
-  g_dump_cap = sizeof(raw::RankHeader);
-  std::vector<char> buf(g_dump_cap);
+  std::vector<char> buf(sizeof(raw::RankHeader));
   size_t n = FillRawDump(raw::kEndFinalize, 0, buf.data(), buf.size());
   profile::RankData rank;
   std::string err;
@@ -787,8 +677,9 @@ void OnInit(uint64_t enter_ticks) {
   if (!g.output_dir.empty()) {
     MakeDirs(g.output_dir + "/raw");  // no-op on a shared file system
     const std::string path = profile::RawDumpPath(g.output_dir, g.rank);
-    g_dump_fd = CreateNewFile(path);
-    if (g_dump_fd < 0) {
+    const int fd = CreateNewFile(path);
+    g_dump.Attach(fd);
+    if (fd < 0) {
       if (errno == EEXIST)
         OutputExists(path.c_str());
       else
@@ -809,9 +700,8 @@ void OnInit(uint64_t enter_ticks) {
     Warn("INVMW_WRAP_MAX_REQUESTS must be 1024..16777216; using the nearest");
   if (!InitRequestTable(g.cfg.WRAP_MAX_REQUESTS))
     Warn("no memory for the request table; nonblocking requests are not tracked");
-  g_dump_cap = sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs) +
-               sizeof(raw::OpenCallRecord);
-  g_dump_buf = static_cast<char*>(std::calloc(1, g_dump_cap));
+  g_dump.Allocate(sizeof(raw::RankHeader) + sizeof(raw::FuncRecord) * size_t(kNumFuncs) +
+                  sizeof(raw::OpenCallRecord));
 
   InitCommTable();
   InitFortranSentinels();
@@ -846,7 +736,8 @@ void OnInit(uint64_t enter_ticks) {
     else
       OutputExists(existed.c_str()), g_meta_refused = true;  // reported at the end
   }
-  if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty()) InstallSignalHandlers();
+  if (g.cfg.PROFILE_RAW_ON_SIGNAL && !g.output_dir.empty())
+    recording::InstallSignalHandlers(SaveOnSignal);
   StartSampler();
   g.initialized = true;
   SetRecording(true);
@@ -871,11 +762,11 @@ void OnFinalize() {
         OutputExists(existed.c_str());
     }
   }
-  if (g_dumped.load()) {  // already saved by another path; nothing consistent to gather
+  if (g_dump.claimed()) {  // already saved by another path; nothing consistent to gather
     g.finalized = true;
     return;
   }
-  size_t n = FillRawDump(raw::kEndFinalize, 0, g_dump_buf, g_dump_cap);
+  size_t n = FillRawDump(raw::kEndFinalize, 0, g_dump.buffer(), g_dump.capacity());
   // Every rank agrees on whether a profile can be written before anybody gathers. All of it on
   // invmw's own communicator: whatever the application left unfinished on its communicators
   // (a failed collective's messages) cannot be taken for a rank's data.
@@ -898,8 +789,8 @@ void OnFinalize() {
       all.resize(total);
     }
     // Every rank calls it even after a failed size gather, so that nobody waits for a partner.
-    gathered = PMPI_Gatherv(g_dump_buf, my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(),
-                            MPI_BYTE, 0, g.comm) == MPI_SUCCESS &&
+    gathered = PMPI_Gatherv(g_dump.buffer(), my_size, MPI_BYTE, all.data(), sizes.data(),
+                            displs.data(), MPI_BYTE, 0, g.comm) == MPI_SUCCESS &&
                gathered;
     if (g.rank == 0 && !gathered) {
       Warn("the ranks' data could not be gathered; `invmw profile " + g.output_dir +
@@ -974,10 +865,9 @@ void OnFinalize() {
     }
   }
   // The raw dump also stays on disk: later tools (trace recovery) read it.
-  if (g_dump_fd >= 0) {
-    if (!WriteAllAt(g_dump_fd, g_dump_buf, n, 0)) g.errors.fetch_add(1);
-    close(g_dump_fd);
-    g_dump_fd = -1;
+  if (g_dump.has_file()) {
+    if (!g_dump.Write(n)) g.errors.fetch_add(1);
+    g_dump.Close();
   }
   if (g.rank == 0) WarnAtEnd(all_refused);
   PMPI_Comm_free(&g.comm);

@@ -16,9 +16,13 @@
 #include "common/raw_format.h"
 #include "function_table.h"
 
+namespace invmw::recording {
+class TraceBuffer;
+}
+
 namespace invmw::wrap {
 
-class TraceBuffer;
+using recording::TraceBuffer;
 
 struct FuncStats {
   uint64_t calls;

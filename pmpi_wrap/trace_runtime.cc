@@ -15,9 +15,10 @@
 #include "common/clock.h"
 #include "common/run_dir.h"
 #include "pmpi_wrap/call_counters.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 #include "pmpi_wrap/runtime.h"
-#include "pmpi_wrap/trace_buffer.h"
+#include "recording/defs_writer.h"
+#include "recording/trace_buffer.h"
 
 namespace invmw::wrap {
 
@@ -26,8 +27,8 @@ bool g_call_counters = false;  // INVMW_TRACE_COUNTERS took effect
 
 namespace {
 
-std::mutex g_defs_mutex;
-int g_defs_fd = -1;
+recording::DefsWriter g_defs;
+recording::RingOptions g_ring_options;
 double g_skew_offset_ticks = 0;  // this rank's injected offset, in ticks
 double g_skew_drift = 0;         // this rank's injected drift (ticks per tick)
 MPI_Comm g_sync_comm = MPI_COMM_NULL;
@@ -37,12 +38,11 @@ MPI_Comm g_sync_comm = MPI_COMM_NULL;
 nlohmann::json g_clock_points = nlohmann::json::array();
 
 void DefsLine(const nlohmann::json& j) {
-  std::string s = j.dump() + "\n";
-  std::lock_guard<std::mutex> lock(g_defs_mutex);
-  if (g_defs_fd < 0) return;
-  // One write per line: a crash never leaves half a line behind another.
-  if (write(g_defs_fd, s.data(), s.size()) != ssize_t(s.size()))
-    g.errors.fetch_add(1, std::memory_order_relaxed);
+  g_defs.Line(j.dump());
+}
+
+uint64_t RingNow() {
+  return TraceTime(clock::Ticks());
 }
 
 std::string RawPath(const char* fmt, int a, int b = 0) {
@@ -131,9 +131,14 @@ void TraceInit() {
   if (g.output_dir.empty()) return;
   // Files of the run are created new, never through or over what is there (run_dir.h).
   const std::string defs = RawPath("defs-%06d.jsonl", g.rank);
-  g_defs_fd = CreateNewFile(defs, O_APPEND);
-  if (g_defs_fd < 0) {
-    if (errno == EEXIST)
+  g_ring_options.flush_on_full = g.trace_flush_on_full;
+  g_ring_options.now = RingNow;
+  g_ring_options.errors = &g.errors;
+  const int defs_fd = CreateNewFile(defs, O_APPEND);
+  const int defs_errno = errno;
+  g_defs.Attach(defs_fd, &g.errors);
+  if (!g_defs.open()) {
+    if (defs_errno == EEXIST)
       OutputExists(defs.c_str());
     else
       WarnOnce("cannot write the trace definitions under " + g.output_dir + "/raw; no trace");
@@ -141,7 +146,7 @@ void TraceInit() {
   // With or without a definitions file, every rank takes part in the clock synchronisation
   // (rank 0 talks to all of them); a rank without one records no events.
   PMPI_Comm_dup(g.comm, &g_sync_comm);
-  if (g_defs_fd < 0) {
+  if (!g_defs.open()) {
     MeasureClockOffset("init");
     return;
   }
@@ -185,7 +190,7 @@ void TraceInit() {
   TraceCommDefined(LookupComm(MPI_COMM_SELF));
   MeasureClockOffset("init");
   if (!g.cfg.TRACE_TEST_NO_WRITER)
-    StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
+    recording::StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
 }
 
 void TraceFinalize() {
@@ -195,22 +200,22 @@ void TraceFinalize() {
     if (ThreadState* ts = ThreadAt(i); ts && ts->trace) FlushPendingFail(ts);
   MeasureClockOffset("finalize");
   PMPI_Comm_free(&g_sync_comm);
-  if (g_defs_fd < 0) return;
-  StopTraceWriter();
+  if (!g_defs.open()) return;
+  recording::StopTraceWriter();
   DefsLine({{"type", "end"},
             {"reason", "finalize"},
             {"end_ticks", TraceTime(clock::Ticks())},
             {"ticks_per_second", g.ticks_per_second},
-            {"dropped_events", TotalDroppedEvents()},
+            {"dropped_events", recording::TotalDroppedEvents()},
             // Calls and requests the profile counts as not recorded are missing here too.
             {"dropped_calls", g.dropped_threads.load()},
             {"dropped_requests", g.dropped_requests.load()},
-            {"flushes", TotalFlushes()}});
+            {"flushes", recording::TotalFlushes()}});
 }
 
 void TraceSaveFromSignal() {
-  if (g_defs_fd < 0) return;
-  DrainAllTraceBuffers(true);
+  if (!g_defs.open()) return;
+  recording::DrainAllTraceBuffers(true);
   // Each thread stopped inside a call gets that call as a kCutOff record, ending now: its
   // Enter and a Leave marked as cut off in the trace (docs/otf2.md).
   const uint64_t now = TraceTime(clock::Ticks());
@@ -233,7 +238,7 @@ void TraceSaveFromSignal() {
 }
 
 void TraceAttachThread(ThreadState* ts) {
-  if (g_defs_fd < 0) return;  // this rank could not create its trace files
+  if (!g_defs.open()) return;  // this rank could not create its trace files
   const std::string path = RawPath("events-%06d-%03d.bin", g.rank, ts->index);
   int fd = CreateNewFile(path);
   if (fd < 0) {
@@ -252,8 +257,8 @@ void TraceAttachThread(ThreadState* ts) {
   h.thread = ts->index;
   if (write(fd, &h, sizeof h) != ssize_t(sizeof h)) g.errors.fetch_add(1);
   uint64_t cap = g.cfg.TRACE_BUFFER / sizeof(trace::EventRecord);
-  auto* b = new TraceBuffer(uint32_t(std::min<uint64_t>(cap, 1u << 30)), fd);
-  RegisterTraceBuffer(b);
+  auto* b = new TraceBuffer(uint32_t(std::min<uint64_t>(cap, 1u << 30)), fd, &g_ring_options);
+  recording::RegisterTraceBuffer(b);
   ts->trace = b;
   if (g_call_counters) {
     ts->counter_fd = OpenCallCounters();
@@ -282,7 +287,7 @@ void TraceThreadReused(ThreadState* ts) {
 }
 
 void TraceCommDefined(const CommInfo* ci) {
-  if (g_defs_fd < 0 || !ci || !ci->world) return;
+  if (!g_defs.open() || !ci || !ci->world) return;
   nlohmann::json members = nlohmann::json::array(), remote = nlohmann::json::array();
   // Members of another world (the other side of MPI_Comm_spawn) have no rank of this run's
   // trace: they are left out, and the archive names the spawned worlds' directories instead.

@@ -12,7 +12,7 @@
 #include "common/event_format.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/thread_state.h"
-#include "pmpi_wrap/trace_buffer.h"
+#include "recording/trace_buffer.h"
 
 namespace invmw::wrap {
 

@@ -20,7 +20,8 @@
 #include "common/raw_format.h"
 #include "common/sample_format.h"
 #include "otf2_writer/converter.h"
-#include "pmpi_wrap/profile_report.h"
+#include "recording/io.h"
+#include "recording/profile_report.h"
 #include "invmw_version.h"
 
 namespace invmw::pvm {
@@ -151,34 +152,13 @@ std::string Hex(int tid) {
   return b;
 }
 
-std::string IsoTime(int64_t ns) {
-  time_t s = time_t(ns / 1000000000);
-  struct tm tmv;
-  gmtime_r(&s, &tmv);
-  char b[32];
-  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  return b;
-}
-
-}  // namespace
-
-bool HasPvmData(const std::string& dir) {
+// The task files in raw/pvm, waiting up to wait_s for tasks that started but have not written
+// their dump yet (they may still be ending). Notes of statically linked programs are collected
+// on the way.
+void ListTasks(const fs::path& pvm_dir, double wait_s, std::vector<fs::path>* defs,
+               std::set<std::string>* dumps, MergeResult* res) {
   std::error_code ec;
-  return fs::is_directory(dir + "/raw/pvm", ec);
-}
-
-MergeResult Merge(const std::string& dir, const MergeOptions& options) {
-  MergeResult res;
-  const fs::path pvm_dir = fs::path(dir) / "raw" / "pvm";
-  std::error_code ec;
-  if (!fs::is_directory(pvm_dir, ec)) {
-    res.problems.push_back(pvm_dir.string() + ": no PVM task data (was the program run with " +
-                           "libinvmw-pvm.so preloaded, and did it call PVM?)");
-    return res;
-  }
-
-  // Tasks that started but have not written their dump yet may still be ending.
-  auto list = [&](std::vector<fs::path>* defs, std::set<std::string>* dumps) {
+  auto list = [&] {
     defs->clear();
     dumps->clear();
     for (const auto& e : fs::directory_iterator(pvm_dir, ec)) {
@@ -188,9 +168,9 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
           bool ok;
           std::string prog = ReadFile(e.path().string(), &ok);
           while (!prog.empty() && prog.back() == '\n') prog.pop_back();
-          if (ok && std::find(res.static_programs.begin(), res.static_programs.end(), prog) ==
-                        res.static_programs.end())
-            res.static_programs.push_back(prog);
+          if (ok && std::find(res->static_programs.begin(), res->static_programs.end(), prog) ==
+                        res->static_programs.end())
+            res->static_programs.push_back(prog);
         }
         continue;
       }
@@ -199,36 +179,36 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
         dumps->insert(e.path().stem().string());
     }
   };
-  std::vector<fs::path> defs;
-  std::set<std::string> dumps;
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(options.wait_s * 1e3));
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(wait_s * 1e3));
   for (;;) {
-    list(&defs, &dumps);
+    list();
     bool all = true;
-    for (const auto& d : defs) all &= dumps.count(d.stem().string()) > 0;
+    for (const auto& d : *defs) all &= dumps->count(d.stem().string()) > 0;
     if (all || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
 
+std::map<int, Task> LoadTasks(const fs::path& pvm_dir, const std::vector<fs::path>& defs,
+                              const std::set<std::string>& dumps, double wait_s, MergeResult* res) {
   std::map<int, Task> tasks;
   for (const auto& d : defs) {
     Task t;
-    if (!LoadTask(d, &t, &res.problems)) continue;
+    if (!LoadTask(d, &t, &res->problems)) continue;
     t.base = (pvm_dir / d.stem()).string();
     t.has_dump = dumps.count(d.stem().string()) > 0;
     if (!t.has_dump)
-      res.problems.push_back("raw/pvm/" + d.stem().string() +
-                             ".bin: missing (the task was killed, or still running after " +
-                             std::to_string(options.wait_s) + " s); it is a missing rank");
+      res->problems.push_back("raw/pvm/" + d.stem().string() +
+                              ".bin: missing (the task was killed, or still running after " +
+                              std::to_string(wait_s) + " s); it is a missing rank");
     tasks[t.tid] = std::move(t);
   }
-  if (tasks.empty()) {
-    res.problems.push_back(pvm_dir.string() + ": no readable task");
-    return res;
-  }
+  return tasks;
+}
 
-  // Rank order: roots by start time, then breadth-first through the spawn lists.
+// Rank order: roots by start time, then breadth-first through the spawn lists.
+std::vector<int> RankOrder(std::map<int, Task>& tasks) {
   std::vector<const Task*> by_start;
   for (const auto& [tid, t] : tasks) by_start.push_back(&t);
   std::stable_sort(by_start.begin(), by_start.end(), [](const Task* a, const Task* b) {
@@ -251,12 +231,13 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
     if (!tasks.count(t->parent) && !placed.count(t->tid)) walk(t->tid);
   for (const Task* t : by_start)
     if (!placed.count(t->tid)) walk(t->tid);  // spawn cycles cannot happen; kept total anyway
-  std::map<int, int> rank_of;
-  for (size_t i = 0; i < order.size(); ++i) rank_of[order[i]] = int(i);
-  const int world = int(order.size());
+  return order;
+}
 
-  // Offsets to rank 0 along the spawn chain (rank 0's tree only).
-  std::map<int, std::pair<double, double>> to_root;  // tid -> (offset, uncertainty)
+// Offsets to rank 0 along the spawn chain (rank 0's tree only): tid -> (offset, uncertainty).
+std::map<int, std::pair<double, double>> OffsetsToRoot(std::map<int, Task>& tasks,
+                                                       const std::vector<int>& order) {
+  std::map<int, std::pair<double, double>> to_root;
   to_root[order[0]] = {0, 0};
   for (int tid : order) {
     const Task& t = tasks[tid];
@@ -265,6 +246,163 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
     if (p != to_root.end())
       to_root[tid] = {t.offset + p->second.first, t.uncertainty + p->second.second};
   }
+  return to_root;
+}
+
+// The task's raw dump as rank `rank` of `world`; returns its tick rate (0 without a dump).
+double WriteRankDump(const Task& t, int rank, int world, const std::string& dir, MergeResult* res) {
+  if (!t.has_dump) return 0;
+  bool ok;
+  std::string dump = ReadFile(t.base + ".bin", &ok);
+  if (!ok || dump.size() < sizeof(raw::RankHeader)) {
+    res->problems.push_back("raw/pvm/" + fs::path(t.base).filename().string() +
+                            ".bin: too short for a header; task left out");
+    return 0;
+  }
+  raw::RankHeader h;
+  std::memcpy(&h, dump.data(), sizeof h);
+  h.rank = rank;
+  h.world_size = world;
+  std::memcpy(dump.data(), &h, sizeof h);
+  if (!WriteFile(profile::RawDumpPath(dir, rank), dump))
+    res->problems.push_back(profile::RawDumpPath(dir, rank) + ": cannot be written");
+  return h.ticks_per_second;
+}
+
+// The trace definitions of the task as a rank: the rank line first, as an MPI rank writes it.
+void WriteRankDefs(const Task& t, int tid, int rank, int world, double tps,
+                   const std::map<int, std::pair<double, double>>& to_root,
+                   const std::string& raw_dir) {
+  if (tps <= 0 && t.end.is_object()) tps = t.end.value("ticks_per_second", 0.0);
+  if (tps <= 0) tps = 1e9;  // no end line and no dump: the rank is flagged partial anyway
+  std::string d;
+  json rank_line = {{"type", "rank"},
+                    {"rank", rank},
+                    {"world_size", world},
+                    {"host", t.host},
+                    {"pid", t.pid},
+                    {"flavor", "pvm"},
+                    {"ticks_per_second", tps},
+                    {"init_ticks", t.init_ticks},
+                    {"init_realtime_ns", t.init_realtime_ns},
+                    {"tid", tid}};
+  d += rank_line.dump() + "\n";
+  if (t.functions.is_object()) d += t.functions.dump() + "\n";
+  d += json{{"type", "thread"}, {"index", 0}, {"location", "main"}}.dump() + "\n";
+  if (rank != 0) {
+    auto it = to_root.find(tid);
+    if (it != to_root.end())
+      d += json{{"type", "clock"},
+                {"phase", "init"},
+                {"ticks", t.clock_ticks},
+                {"offset_ticks", it->second.first},
+                {"uncertainty_ticks", it->second.second}}
+               .dump() +
+           "\n";
+  }
+  if (t.end.is_object()) d += t.end.dump() + "\n";
+  char name[64];
+  std::snprintf(name, sizeof name, "/defs-%06d.jsonl", rank);
+  WriteFile(raw_dir + name, d);
+}
+
+// The task's event file as the rank's only thread: header rank set, peers' tids mapped to ranks
+// (-1 for tasks outside the run), a cut last record dropped.
+void WriteRankEvents(const Task& t, int rank, const std::map<int, int>& rank_of,
+                     const std::string& raw_dir, MergeResult* res) {
+  bool ok;
+  std::string ev = ReadFile(t.base + "-events.bin", &ok);
+  if (!ok || ev.size() < sizeof(trace::EventFileHeader)) {
+    res->problems.push_back("raw/pvm/" + fs::path(t.base).filename().string() +
+                            "-events.bin: missing or empty");
+    return;
+  }
+  trace::EventFileHeader h;
+  std::memcpy(&h, ev.data(), sizeof h);
+  h.rank = rank;
+  std::memcpy(ev.data(), &h, sizeof h);
+  const size_t n = (ev.size() - sizeof h) / sizeof(trace::EventRecord);
+  ev.resize(sizeof h + n * sizeof(trace::EventRecord));
+  for (size_t i = 0; i < n; ++i) {
+    trace::EventRecord r;
+    char* p = ev.data() + sizeof h + i * sizeof r;
+    std::memcpy(&r, p, sizeof r);
+    for (int32_t* peer : {&r.peer, &r.peer2})
+      if (*peer > 0) {
+        auto it = rank_of.find(*peer);
+        *peer = it == rank_of.end() ? -1 : it->second;
+      }
+    std::memcpy(p, &r, sizeof r);
+  }
+  char name[64];
+  std::snprintf(name, sizeof name, "/events-%06d-000.bin", rank);
+  WriteFile(raw_dir + name, ev);
+}
+
+// meta.json as rank 0 of an MPI run would write it.
+void WriteRunMeta(const Task& root, const std::string& dir, int world) {
+  profile::RunMeta meta;
+  meta.invmw_version = INVMW_VERSION;
+  meta.mpi_flavor = "pvm";
+  meta.mpi_library = "PVM 3 (libpvm3, symbol interposition)";
+  meta.output_dir = dir;
+  meta.command = root.program;
+  meta.start_time = recording::IsoTime(root.init_realtime_ns);
+  meta.world_size = world;
+  WriteFile(dir + "/meta.json", profile::MetaToJson(meta).dump(2) + "\n");
+}
+
+// The tid -> rank table and what could not be observed, beside the MPI keys of profile.json.
+void AddPvmSection(const std::string& dir, MergeResult* res) {
+  std::string err;
+  try {
+    std::ifstream in(dir + "/profile.json");
+    json p = json::parse(in);
+    json jt = json::array();
+    for (const auto& t : res->tasks)
+      jt.push_back({{"rank", t.rank},
+                    {"tid", Hex(t.tid)},
+                    {"parent", t.parent > 0 ? Hex(t.parent) : ""},
+                    {"program", t.program},
+                    {"host", t.host}});
+    p["pvm"] = {{"tasks", jt},
+                {"statically_linked_programs", res->static_programs},
+                {"problems", res->problems}};
+    if (!profile::WriteProfile(dir, p, &err)) res->problems.push_back(err);
+  } catch (const std::exception& e) {
+    res->problems.push_back(dir + "/profile.json: " + e.what());
+  }
+}
+
+}  // namespace
+
+bool HasPvmData(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir + "/raw/pvm", ec);
+}
+
+MergeResult Merge(const std::string& dir, const MergeOptions& options) {
+  MergeResult res;
+  const fs::path pvm_dir = fs::path(dir) / "raw" / "pvm";
+  std::error_code ec;
+  if (!fs::is_directory(pvm_dir, ec)) {
+    res.problems.push_back(pvm_dir.string() + ": no PVM task data (was the program run with " +
+                           "libinvmw-pvm.so preloaded, and did it call PVM?)");
+    return res;
+  }
+  std::vector<fs::path> defs;
+  std::set<std::string> dumps;
+  ListTasks(pvm_dir, options.wait_s, &defs, &dumps, &res);
+  std::map<int, Task> tasks = LoadTasks(pvm_dir, defs, dumps, options.wait_s, &res);
+  if (tasks.empty()) {
+    res.problems.push_back(pvm_dir.string() + ": no readable task");
+    return res;
+  }
+  const std::vector<int> order = RankOrder(tasks);
+  std::map<int, int> rank_of;
+  for (size_t i = 0; i < order.size(); ++i) rank_of[order[i]] = int(i);
+  const int world = int(order.size());
+  const auto to_root = OffsetsToRoot(tasks, order);
 
   const std::string raw_dir = dir + "/raw";
   bool any_trace = false;
@@ -273,124 +411,21 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
     const int rank = rank_of[tid];
     res.tasks.push_back({rank, tid, t.parent, t.program, t.host, t.has_dump});
     AdoptSamplerFiles(t.base, raw_dir, rank, &res.problems);
-    double tps = 0;
-    if (t.has_dump) {
-      bool ok;
-      std::string dump = ReadFile(t.base + ".bin", &ok);
-      if (!ok || dump.size() < sizeof(raw::RankHeader)) {
-        res.problems.push_back("raw/pvm/" + fs::path(t.base).filename().string() +
-                               ".bin: too short for a header; task left out");
-      } else {
-        raw::RankHeader h;
-        std::memcpy(&h, dump.data(), sizeof h);
-        h.rank = rank;
-        h.world_size = world;
-        tps = h.ticks_per_second;
-        std::memcpy(dump.data(), &h, sizeof h);
-        if (!WriteFile(profile::RawDumpPath(dir, rank), dump))
-          res.problems.push_back(profile::RawDumpPath(dir, rank) + ": cannot be written");
-      }
-    }
+    const double tps = WriteRankDump(t, rank, world, dir, &res);
     if (!t.trace || !options.build_trace) continue;
     any_trace = true;
-
-    // The trace of this task as a rank: defs with the rank line first, events with ranks.
-    if (tps <= 0 && t.end.is_object()) tps = t.end.value("ticks_per_second", 0.0);
-    if (tps <= 0) tps = 1e9;  // no end line and no dump: the rank is flagged partial anyway
-    std::string d;
-    json rank_line = {{"type", "rank"},
-                      {"rank", rank},
-                      {"world_size", world},
-                      {"host", t.host},
-                      {"pid", t.pid},
-                      {"flavor", "pvm"},
-                      {"ticks_per_second", tps},
-                      {"init_ticks", t.init_ticks},
-                      {"init_realtime_ns", t.init_realtime_ns},
-                      {"tid", tid}};
-    d += rank_line.dump() + "\n";
-    if (t.functions.is_object()) d += t.functions.dump() + "\n";
-    d += json{{"type", "thread"}, {"index", 0}, {"location", "main"}}.dump() + "\n";
-    if (rank != 0) {
-      auto it = to_root.find(tid);
-      if (it != to_root.end())
-        d += json{{"type", "clock"},
-                  {"phase", "init"},
-                  {"ticks", t.clock_ticks},
-                  {"offset_ticks", it->second.first},
-                  {"uncertainty_ticks", it->second.second}}
-                 .dump() +
-             "\n";
-    }
-    if (t.end.is_object()) d += t.end.dump() + "\n";
-    char name[64];
-    std::snprintf(name, sizeof name, "/defs-%06d.jsonl", rank);
-    WriteFile(raw_dir + name, d);
-
-    bool ok;
-    std::string ev = ReadFile(t.base + "-events.bin", &ok);
-    if (!ok || ev.size() < sizeof(trace::EventFileHeader)) {
-      res.problems.push_back("raw/pvm/" + fs::path(t.base).filename().string() +
-                             "-events.bin: missing or empty");
-      continue;
-    }
-    trace::EventFileHeader h;
-    std::memcpy(&h, ev.data(), sizeof h);
-    h.rank = rank;
-    std::memcpy(ev.data(), &h, sizeof h);
-    const size_t n = (ev.size() - sizeof h) / sizeof(trace::EventRecord);
-    ev.resize(sizeof h + n * sizeof(trace::EventRecord));  // a cut last record is dropped
-    for (size_t i = 0; i < n; ++i) {
-      trace::EventRecord r;
-      char* p = ev.data() + sizeof h + i * sizeof r;
-      std::memcpy(&r, p, sizeof r);
-      for (int32_t* peer : {&r.peer, &r.peer2})
-        if (*peer > 0) {
-          auto it = rank_of.find(*peer);
-          *peer = it == rank_of.end() ? -1 : it->second;
-        }
-      std::memcpy(p, &r, sizeof r);
-    }
-    std::snprintf(name, sizeof name, "/events-%06d-000.bin", rank);
-    WriteFile(raw_dir + name, ev);
+    WriteRankDefs(t, tid, rank, world, tps, to_root, raw_dir);
+    WriteRankEvents(t, rank, rank_of, raw_dir, &res);
   }
   res.traced = any_trace;
-
-  // meta.json as rank 0 of an MPI run would write it.
-  const Task& root = tasks[order[0]];
-  profile::RunMeta meta;
-  meta.invmw_version = INVMW_VERSION;
-  meta.mpi_flavor = "pvm";
-  meta.mpi_library = "PVM 3 (libpvm3, symbol interposition)";
-  meta.output_dir = dir;
-  meta.command = root.program;
-  meta.start_time = IsoTime(root.init_realtime_ns);
-  meta.world_size = world;
-  WriteFile(dir + "/meta.json", profile::MetaToJson(meta).dump(2) + "\n");
+  WriteRunMeta(tasks[order[0]], dir, world);
 
   std::string err;
   if (!profile::MergeDirectory(dir, &err)) {
     res.problems.push_back(err);
     return res;
   }
-  // The tid -> rank table and what could not be observed, beside the MPI keys.
-  try {
-    std::ifstream in(dir + "/profile.json");
-    json p = json::parse(in);
-    json jt = json::array();
-    for (const auto& t : res.tasks)
-      jt.push_back({{"rank", t.rank},
-                    {"tid", Hex(t.tid)},
-                    {"parent", t.parent > 0 ? Hex(t.parent) : ""},
-                    {"program", t.program},
-                    {"host", t.host}});
-    p["pvm"] = {{"tasks", jt},
-                {"statically_linked_programs", res.static_programs},
-                {"problems", res.problems}};
-    if (!profile::WriteProfile(dir, p, &err)) res.problems.push_back(err);
-  } catch (const std::exception& e) {
-    res.problems.push_back(dir + "/profile.json: " + e.what());
-  }
+  AddPvmSection(dir, &res);
   res.ok = true;
 
   if (any_trace) {

@@ -2,12 +2,14 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <pvm3.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,11 @@
 #include "pvm_wrap/clock_sync.h"
 #include "pvm_wrap/static_pvm.h"
 #include "pvm_wrap/task_state.h"
+#include "recording/defs_writer.h"
+#include "recording/io.h"
+#include "recording/raw_file.h"
+#include "recording/signals.h"
+#include "recording/trace_buffer.h"
 #include "sampler/sampler.h"
 
 namespace invmw::pvm {
@@ -41,28 +48,18 @@ struct Internal {
   ~Internal() { tls_depth = saved; }
 };
 
-void WriteAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    c += w;
-    n -= size_t(w);
-  }
-}
+using recording::MakeDirs;
 
-// Appends one line to the task's description file (task-<tid>.jsonl).
+// The task's description file (task-<tid>.jsonl), its raw dump (task-<tid>.bin, written as
+// .bin.tmp and renamed at the end) and its trace ring (task-<tid>-events.bin), through the
+// recording core as in an MPI rank.
+recording::DefsWriter g_defs;
+recording::RawFile g_dump;
+recording::RingOptions g_ring_options;
+recording::TraceBuffer* g_ring = nullptr;
+
 void DefsLine(const char* line) {
-  std::string path = g.prefix + ".jsonl";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    ++g.errors;
-    return;
-  }
-  WriteAll(fd, line, std::strlen(line));
-  WriteAll(fd, "\n", 1);
-  close(fd);
+  g_defs.Line(line);
 }
 
 std::string JsonString(const std::string& s) {
@@ -91,29 +88,18 @@ std::string Basename(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-bool MakeDirs(const std::string& path) {
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
-const int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-struct sigaction g_old_actions[sizeof kSignals / sizeof kSignals[0]];
-
 void OnSignal(int sig) {
   FinishTask(raw::kEndSignal, sig);
-  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
-    if (kSignals[i] == sig) sigaction(sig, &g_old_actions[i], nullptr);
-  raise(sig);
 }
 
 void OnExit() {
   FinishTask(raw::kEndExit, 0);
+}
+
+// A child the application forks is not the task: it records nothing and writes nothing (its
+// exit would overwrite the task's files), and has no trace writer thread to stop.
+void OnForkChild() {
+  if (g.state == State::kActive) g.state = State::kEnded;
 }
 
 void WriteFunctionsLine() {
@@ -147,6 +133,31 @@ bool LibpvmLoaded() {
 // its PVM calls never reach our symbols.
 bool StaticallyLinkedPvm() {
   return HasStaticPvm("/proc/self/exe");
+}
+
+// The task's event file and ring, and the writer thread that drains it (as in an MPI rank:
+// the recorded call only stores a record; no I/O inside PVM calls unless the ring fills).
+void StartTrace() {
+  const std::string path = g.prefix + "-events.bin";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  trace::EventFileHeader h{};
+  h.magic = trace::kEventMagic;
+  h.version = trace::kEventVersion;
+  h.header_size = sizeof h;
+  h.record_size = sizeof(trace::EventRecord);
+  h.rank = -1;  // set at the merge, when ranks are known
+  if (!recording::WriteAll(fd, &h, sizeof h)) ++g.errors;
+  g_ring_options.flush_on_full = g.cfg.TRACE_ON_FULL != "stop";
+  g_ring_options.now = [] { return clock::Ticks(); };
+  g_ring_options.errors = &g.errors;
+  if (!g.cfg.TRACE_TEST_NO_WRITER)
+    recording::StartTraceWriter(g.cfg.TRACE_DRAIN_INTERVAL > 0 ? g.cfg.TRACE_DRAIN_INTERVAL : 0.02);
+  const uint64_t cap = g.cfg.TRACE_BUFFER / sizeof(trace::EventRecord);
+  g_ring =
+      new recording::TraceBuffer(uint32_t(std::min<uint64_t>(cap, 1u << 30)), fd, &g_ring_options);
+  recording::RegisterTraceBuffer(g_ring);
+  g.trace_on = true;
 }
 
 }  // namespace
@@ -213,30 +224,20 @@ bool Activate() {
   char name[64];
   std::snprintf(name, sizeof name, "/raw/pvm/task-%08x", unsigned(g.tid));
   g.prefix = g.dir + name;
+  g_defs.Attach(
+      open((g.prefix + ".jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644),
+      &g.errors);
+  if (!g_defs.open()) ++g.errors;
   gethostname(g.host, sizeof g.host - 1);
   for (int i = 0; i < kNumFuncs; ++i)
     g.collects[i] =
         std::strcmp(kFuncClasses[i], "group") == 0 || std::strcmp(kFuncClasses[i], "barrier") == 0;
 
-  g.dump_cap = sizeof(raw::RankHeader) + (kNumFuncs + 1) * sizeof(raw::FuncRecord);
-  g.dump_buf = static_cast<char*>(std::calloc(1, g.dump_cap));
-  if (g.cfg.TRACE_ENABLE) {
-    g.events_cap = g.cfg.TRACE_BUFFER / sizeof(trace::EventRecord);
-    if (g.events_cap < 1024) g.events_cap = 1024;
-    g.events = static_cast<trace::EventRecord*>(std::calloc(g.events_cap, sizeof *g.events));
-    std::string path = g.prefix + "-events.bin";
-    g.events_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (g.events && g.events_fd >= 0) {
-      trace::EventFileHeader h{};
-      h.magic = trace::kEventMagic;
-      h.version = trace::kEventVersion;
-      h.header_size = sizeof h;
-      h.record_size = sizeof(trace::EventRecord);
-      h.rank = -1;  // set at the merge, when ranks are known
-      WriteAll(g.events_fd, &h, sizeof h);
-      g.trace_on = true;
-    }
-  }
+  g_dump.Allocate(sizeof(raw::RankHeader) + (kNumFuncs + 1) * sizeof(raw::FuncRecord));
+  const std::string tmp = g.prefix + ".bin.tmp";
+  g_dump.Attach(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), tmp,
+                g.prefix + ".bin");
+  if (g.cfg.TRACE_ENABLE) StartTrace();
 
   char line[1024];
   std::snprintf(line, sizeof line,
@@ -290,30 +291,16 @@ bool Activate() {
       WarnOnce("sampler not started in task t" + std::to_string(g.tid) + ": " + err);
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
-    if (g.cfg.PROFILE_RAW_ON_SIGNAL) sigaction(kSignals[i], &sa, &g_old_actions[i]);
+  if (g.cfg.PROFILE_RAW_ON_SIGNAL) recording::InstallSignalHandlers(OnSignal);
   std::atexit(OnExit);
+  pthread_atfork(nullptr, nullptr, OnForkChild);
   tls_owner = true;
   g.state = State::kActive;
   return true;
 }
 
 void PushEvent(const trace::EventRecord& r) {
-  if (g.nevents == g.events_cap) {
-    // Written out inside the call; the stretch is marked so a viewer shows the cost.
-    trace::EventRecord flush{};
-    flush.type = trace::kFlush;
-    flush.t_enter = clock::Ticks();
-    WriteAll(g.events_fd, g.events, g.nevents * sizeof *g.events);
-    g.nevents = 0;
-    ++g.flushes;
-    flush.t_leave = clock::Ticks();
-    g.events[g.nevents++] = flush;
-  }
-  g.events[g.nevents++] = r;
+  g_ring->Push(r);
 }
 
 void AppendDefs(const std::string& line) {
@@ -331,9 +318,10 @@ void FinishTask(uint32_t reason, int signal) {
   g.ticks_per_second = tps;
 
   if (g.trace_on) {
-    WriteAll(g.events_fd, g.events, g.nevents * sizeof *g.events);
-    g.nevents = 0;
-    close(g.events_fd);
+    if (reason == raw::kEndSignal)
+      recording::DrainAllTraceBuffers(true);
+    else
+      recording::StopTraceWriter();  // with a last drain
   }
 
   // The raw dump: rank and world size are filled in by the merge.
@@ -350,7 +338,7 @@ void FinishTask(uint32_t reason, int signal) {
   h.end_signal = signal;
   h.num_threads = 1;
   h.dropped_threads = g.dropped_threads;
-  h.errors = g.errors;
+  h.errors = g.errors.load();
   h.ticks_per_second = tps;
   h.init_ticks = g.init_ticks;
   h.end_ticks = end_ticks;
@@ -362,7 +350,7 @@ void FinishTask(uint32_t reason, int signal) {
   std::snprintf(h.mpi_flavor, sizeof h.mpi_flavor, "pvm");
   size_t off = sizeof h;
   auto add = [&](const char* name, const FuncStats& s) {
-    if (!s.calls || off + sizeof(raw::FuncRecord) > g.dump_cap) return;
+    if (!s.calls || !g_dump.buffer() || off + sizeof(raw::FuncRecord) > g_dump.capacity()) return;
     raw::FuncRecord r{};
     std::snprintf(r.name, sizeof r.name, "%s", name);
     r.calls = s.calls;
@@ -371,32 +359,33 @@ void FinishTask(uint32_t reason, int signal) {
     r.bytes_recv = s.bytes_recv;
     r.max_ticks = s.max_ticks;
     std::memcpy(r.hist, s.hist, sizeof r.hist);
-    std::memcpy(g.dump_buf + off, &r, sizeof r);
+    std::memcpy(g_dump.buffer() + off, &r, sizeof r);
     off += sizeof r;
     ++h.num_funcs;
   };
   for (int i = 0; i < kNumFuncs; ++i) add(kFuncNames[i], g.stats[i]);
   add("pvmgs", g.pvmgs);
-  std::memcpy(g.dump_buf, &h, sizeof h);
-  // Written under a temporary name and renamed: the merge takes a present dump as complete.
-  std::string tmp = g.prefix + ".bin.tmp", fin = g.prefix + ".bin";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    WriteAll(fd, g.dump_buf, off);
-    close(fd);
+  // Written under a temporary name and renamed after the end line: the merge takes a present
+  // dump as complete.
+  if (g_dump.buffer()) {
+    std::memcpy(g_dump.buffer(), &h, sizeof h);
+    g_dump.Write(off);
   }
 
   static const char* const kReasons[] = {"finalize", "exit_without_finalize", "abort", "signal",
                                          "running"};
   char line[512];
-  std::snprintf(line, sizeof line,
-                "{\"type\":\"end\",\"reason\":\"%s\",\"signal\":%d,\"end_ticks\":%llu,"
-                "\"ticks_per_second\":%.3f,\"dropped_events\":0,\"flushes\":%llu,"
-                "\"dropped_parts\":%llu,\"pvmgs_tid\":%d}",
-                kReasons[reason < 5 ? reason : 4], signal, (unsigned long long)end_ticks, tps,
-                (unsigned long long)g.flushes, (unsigned long long)g.dropped_parts, g.pvmgs_tid);
-  DefsLine(line);
-  rename(tmp.c_str(), fin.c_str());
+  int n = std::snprintf(line, sizeof line,
+                        "{\"type\":\"end\",\"reason\":\"%s\",\"signal\":%d,\"end_ticks\":%llu,"
+                        "\"ticks_per_second\":%.3f,\"dropped_events\":%llu,\"flushes\":%llu,"
+                        "\"dropped_parts\":%llu,\"pvmgs_tid\":%d}\n",
+                        kReasons[reason < 5 ? reason : 4], signal, (unsigned long long)end_ticks,
+                        tps, (unsigned long long)recording::TotalDroppedEvents(),
+                        (unsigned long long)recording::TotalFlushes(),
+                        (unsigned long long)g.dropped_parts, g.pvmgs_tid);
+  if (n > 0 && size_t(n) < sizeof line) g_defs.LineFromSignal(line, size_t(n));
+  g_dump.Commit();
+  g_dump.Close();
 }
 
 // At load: nothing is resolved for programs without PVM. A spawned task (its parent exported

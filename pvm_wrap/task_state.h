@@ -11,6 +11,7 @@
 // per-rank files an MPI run leaves, so profile and trace are built by the MPI code paths.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -55,7 +56,7 @@ struct TaskState {
   FuncStats stats[kNumFuncs] = {};
   FuncStats pvmgs = {};  // the group library's traffic with the group server
   uint64_t dropped_threads = 0;
-  uint64_t errors = 0;
+  std::atomic<uint64_t> errors{0};  // also counted by the trace writer thread
 
   // Parts of the outer call in progress (bounded; beyond the bound only bytes are counted).
   static constexpr int kMaxParts = 256;
@@ -67,15 +68,9 @@ struct TaskState {
   bool collecting = false;        // the outer call in progress collects parts
   int sync_context = -1;          // message context of the pvm_spawn in progress
 
-  // Trace: a preallocated array written out with write(2) when full and at the end.
+  // Trace: events go to a ring of the recording core (recording/trace_buffer.h), drained by
+  // its writer thread; the raw dump is prepared at enrolment (recording/raw_file.h).
   bool trace_on = false;
-  trace::EventRecord* events = nullptr;
-  size_t events_cap = 0, nevents = 0;
-  int events_fd = -1;
-  uint64_t flushes = 0;
-
-  char* dump_buf = nullptr;  // preallocated raw dump, so a signal handler can write it
-  size_t dump_cap = 0;
 };
 
 extern TaskState g;
@@ -102,14 +97,14 @@ void* RealByName(const char* name);
 bool Activate();
 
 // Stops recording and writes the raw dump, the trace tail and the "end" line. reason is one
-// of raw::EndReason. Async-signal-safe enough for the fatal-signal path (write(2) only on
-// preallocated memory, plus snprintf into a stack buffer).
+// of raw::EndReason. Async-signal-safe enough for the fatal-signal path (the recording core's
+// signal-safe drain and writes on preallocated memory, plus snprintf into a stack buffer).
 void FinishTask(uint32_t reason, int signal);
 
 // Appends one line to the task's description file (raw/pvm/task-<tid>.jsonl).
 void AppendDefs(const std::string& line);
 
-// Appends one trace record (trace on). Writes the buffer out when it is full.
+// Appends one trace record (trace on) to the task's ring.
 void PushEvent(const trace::EventRecord& r);
 
 // Tid of the group server, looked up once through pvm_tasks when a group call first needs it.

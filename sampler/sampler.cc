@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "common/run_dir.h"
 #include "common/sample_format.h"
+#include "recording/io.h"
 #include "sampler/source.h"
 #include "sampler/stream_format.h"
 
@@ -50,16 +51,8 @@ namespace {
 
 using nlohmann::json;
 
-void WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= size_t(w);
-  }
-}
+// A failed write costs samples, never the run.
+using recording::WriteAll;
 
 // Sends samples to a collector; never blocks (a full socket buffer drops the datagram).
 class Streamer {

@@ -249,7 +249,7 @@ TEST(Sampler, StartContract) {
 }  // namespace invmw::sampler
 
 // The profile side: resources-R.json of two ranks attached to a profile and rendered.
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 
 namespace invmw::sampler {
 namespace {

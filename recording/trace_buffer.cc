@@ -1,4 +1,4 @@
-#include "pmpi_wrap/trace_buffer.h"
+#include "recording/trace_buffer.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -13,23 +13,10 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "pmpi_wrap/runtime.h"
-#include "pmpi_wrap/trace_runtime.h"
+#include "recording/io.h"
 
-namespace invmw::wrap {
+namespace invmw::recording {
 namespace {
-
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
 
 constexpr int kMaxBuffers = 4096;
 std::atomic<TraceBuffer*> g_buffers[kMaxBuffers];
@@ -38,8 +25,16 @@ std::atomic<int> g_nbuffers{0};
 // Never destroyed: a child the application forks while the writer thread waits here inherits
 // the condition variable with a waiter that does not exist in the child, and destroying it at
 // the child's exit() would wait for that waiter forever.
-std::mutex& g_writer_mutex = *new std::mutex;
-std::condition_variable& g_writer_cv = *new std::condition_variable;
+// Made at first use, not by a static initializer: pvm_wrap starts the writer from its own load-time
+// initializer, which may run before this file's.
+std::mutex& WriterMutex() {
+  static std::mutex& m = *new std::mutex;
+  return m;
+}
+std::condition_variable& WriterCv() {
+  static std::condition_variable& cv = *new std::condition_variable;
+  return cv;
+}
 bool g_writer_stop = false;
 bool g_writer_nudged = false;
 std::thread* g_writer = nullptr;
@@ -51,7 +46,8 @@ std::atomic<bool> g_writer_running{false};  // read by threads that make their r
 
 }  // namespace
 
-TraceBuffer::TraceBuffer(uint32_t capacity, int fd) : fd_(fd) {
+TraceBuffer::TraceBuffer(uint32_t capacity, int fd, const RingOptions* options)
+    : options_(options), fd_(fd) {
   uint32_t cap = 1024;
   while (cap < capacity && cap < (1u << 30)) cap <<= 1;
   capacity_ = cap;
@@ -93,7 +89,7 @@ uint64_t TraceBuffer::DrainLocked() {
   uint64_t part = std::min<uint64_t>(n, capacity_ - first);
   bool ok = WriteAll(fd_, ring_ + first, part * sizeof(trace::EventRecord));
   if (ok && part < n) ok = WriteAll(fd_, ring_, (n - part) * sizeof(trace::EventRecord));
-  if (!ok) g.errors.fetch_add(1, std::memory_order_relaxed);
+  if (!ok && options_->errors) options_->errors->fetch_add(1, std::memory_order_relaxed);
   tail_.store(h, std::memory_order_release);
   written_.fetch_add(n, std::memory_order_relaxed);
   return n;
@@ -120,19 +116,19 @@ void TraceBuffer::AppendFromSignal(const trace::EventRecord& r) {
 }
 
 bool TraceBuffer::PushFull(const trace::EventRecord& r) {
-  if (capacity_ == 0 || !g.trace_flush_on_full) {
+  if (capacity_ == 0 || !options_->flush_on_full) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   // Flush inside the call: write the ring out, and say so in the trace.
   trace::EventRecord mark{};
   mark.type = trace::kFlush;
-  mark.t_enter = TraceTime(clock::Ticks());
+  mark.t_enter = options_->now ? options_->now() : clock::Ticks();
   {
     std::lock_guard<std::mutex> lock(drain_mutex_);
     DrainLocked();
   }
-  mark.t_leave = TraceTime(clock::Ticks());
+  mark.t_leave = options_->now ? options_->now() : clock::Ticks();
   flushes_.fetch_add(1, std::memory_order_relaxed);
   uint64_t h = head_.load(std::memory_order_relaxed);
   ring_[h & mask_] = mark;
@@ -178,10 +174,10 @@ uint64_t TotalFlushes() {
 // Wakes the writer early (a ring reached half its capacity).
 void NudgeTraceWriter() {
   {
-    std::lock_guard<std::mutex> lock(g_writer_mutex);
+    std::lock_guard<std::mutex> lock(WriterMutex());
     g_writer_nudged = true;
   }
-  g_writer_cv.notify_one();
+  WriterCv().notify_one();
 }
 
 void StartTraceWriter(double interval_s) {
@@ -193,9 +189,9 @@ void StartTraceWriter(double interval_s) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   g_writer = new std::thread([period] {
-    std::unique_lock<std::mutex> lock(g_writer_mutex);
+    std::unique_lock<std::mutex> lock(WriterMutex());
     while (!g_writer_stop) {
-      g_writer_cv.wait_for(lock, period, [] { return g_writer_stop || g_writer_nudged; });
+      WriterCv().wait_for(lock, period, [] { return g_writer_stop || g_writer_nudged; });
       g_writer_nudged = false;
       lock.unlock();
       const int n = std::min(g_nbuffers.load(), kMaxBuffers);
@@ -213,10 +209,10 @@ void StopTraceWriter() {
   g_writer_running.store(false);
   if (g_writer) {
     {
-      std::lock_guard<std::mutex> lock(g_writer_mutex);
+      std::lock_guard<std::mutex> lock(WriterMutex());
       g_writer_stop = true;
     }
-    g_writer_cv.notify_one();
+    WriterCv().notify_one();
     g_writer->join();
     delete g_writer;
     g_writer = nullptr;
@@ -225,4 +221,4 @@ void StopTraceWriter() {
   DrainAllTraceBuffers(false);
 }
 
-}  // namespace invmw::wrap
+}  // namespace invmw::recording

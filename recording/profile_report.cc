@@ -1,4 +1,4 @@
-#include "pmpi_wrap/profile_report.h"
+#include "recording/profile_report.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

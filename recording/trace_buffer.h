@@ -1,10 +1,11 @@
-// Per-thread event buffers of the tracing runtime, and the writer thread that drains them.
+// Per-thread event buffers of the recording core, and the writer thread that drains them. Both
+// preloads (pmpi_wrap, pvm_wrap) record their trace events through them.
 //
 // Why this shape: a traced call must cost a few nanoseconds more than a profiled one, so the
 // thread that made the call only stores a 64-byte record into its own ring and publishes it
 // with one release store. A writer thread appends full stretches of the ring to the thread's
-// raw event file (common/event_format.h), so no I/O happens inside MPI calls. If the writer
-// falls behind and a ring fills anyway, the calling thread either writes the ring out itself
+// raw event file (common/event_format.h), so no I/O happens inside the recorded calls. If the
+// writer falls behind and a ring fills anyway, the calling thread either writes the ring out itself
 // (INVMW_TRACE_ON_FULL=flush, the default; the stretch is marked by a kFlush record) or drops
 // events and counts them (INVMW_TRACE_ON_FULL=stop; the trace is then marked partial). Only
 // that rare full-ring path takes a lock.
@@ -16,15 +17,27 @@
 
 #include "common/event_format.h"
 
-namespace invmw::wrap {
+namespace invmw::recording {
 
 // Wakes the writer thread early (a ring reached half its capacity).
 void NudgeTraceWriter();
 
+// What a ring needs from the preload that owns it; one object per process, alive as long as
+// its rings.
+struct RingOptions {
+  // INVMW_TRACE_ON_FULL=flush (true) or stop (false).
+  bool flush_on_full = true;
+  // The trace clock of the kFlush mark (the preload's tick source, with its test skew).
+  uint64_t (*now)() = nullptr;
+  // Counts writes that failed (the preload's error counter, reported in its raw dump).
+  std::atomic<uint64_t>* errors = nullptr;
+};
+
 class TraceBuffer {
  public:
-  // capacity: records in the ring (a power of two); fd: the thread's open event file.
-  TraceBuffer(uint32_t capacity, int fd);
+  // capacity: records in the ring (rounded up to a power of two, at least 1024); fd: the
+  // thread's open event file (-1: records are kept but never written); options: see above.
+  TraceBuffer(uint32_t capacity, int fd, const RingOptions* options);
 
   // Hot path: store one record; false when the ring was full and the record was dropped.
   bool Push(const trace::EventRecord& r) {
@@ -61,6 +74,7 @@ class TraceBuffer {
   uint64_t DrainLocked();
 
   trace::EventRecord* ring_;
+  const RingOptions* options_;
   uint32_t capacity_;
   uint64_t mask_;
   uint64_t half_mask_;
@@ -85,4 +99,4 @@ void DrainAllTraceBuffers(bool from_signal);
 uint64_t TotalDroppedEvents();
 uint64_t TotalFlushes();
 
-}  // namespace invmw::wrap
+}  // namespace invmw::recording
