@@ -224,7 +224,8 @@ class Sampler {
       }
     }
     // Sources are opened on the sampler thread (PAPI event sets belong to the thread that
-    // creates them); Start waits until that is done so failures are reported here.
+    // creates them); Start waits until the others are open and read once, so failures are
+    // reported here, but not for the deferred ones (SourceSpec::deferred).
     // The thread blocks asynchronous signals, so the application's (and the runtime's) handlers
     // keep running on the application's threads; it inherits the mask set around its creation.
     sigset_t all, old;
@@ -235,7 +236,7 @@ class Sampler {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return ready_; });
-    if (metrics_.empty()) {
+    if (!opened_any_) {
       lock.unlock();
       thread_.join();
       *error = "sampler: no source could be opened";
@@ -274,6 +275,7 @@ class Sampler {
     const SourceSpec* spec;
     std::unique_ptr<Source> src;
     size_t first, count;
+    bool based = false;  // its first reading (the base of its accumulated metrics) is taken
   };
 
   void Warn(const std::string& msg) {
@@ -294,7 +296,8 @@ class Sampler {
     return opt_.trace_time ? opt_.trace_time(t) : t;
   }
 
-  void OpenSources() {
+  // The sources with SourceSpec::deferred == deferred.
+  void OpenSources(bool deferred) {
     std::vector<std::string> notes;
     SourceContext ctx;
     ctx.cfg = &cfg_;
@@ -303,14 +306,15 @@ class Sampler {
     ctx.sys_root = "/sys";
     ctx.notes = &notes;
     const auto& want = cfg_.SAMPLER_SOURCES;
-    for (const auto& w : want)
+    for (const auto& w : deferred ? std::vector<std::string>() : want)
       if (std::none_of(Sources().begin(), Sources().end(),
                        [&](const SourceSpec& s) { return w == s.name; }))
         Warn("INVMW_SAMPLER_SOURCES names " + w + ", which is not a sampler source; ignored");
     for (const SourceSpec& spec : Sources()) {
+      if (spec.deferred != deferred) continue;
       if (!want.empty() && std::find(want.begin(), want.end(), spec.name) == want.end()) continue;
       if (spec.scope == Scope::kNode && !opt_.node_leader) continue;
-      Active a{&spec, spec.create(), metrics_.size(), 0};
+      Active a{&spec, spec.create(), metrics_.size(), 0, false};
       std::string why;
       if (!a.src->Open(ctx, &metrics_, &why)) {
         metrics_.resize(a.first);  // a failing source may have declared some metrics
@@ -319,12 +323,15 @@ class Sampler {
       }
       a.count = metrics_.size() - a.first;
       for (size_t i = 0; i < a.count; ++i) metric_source_.push_back(spec.name);
+      metric_start_.resize(metrics_.size(), 0);
       active_.push_back(std::move(a));
     }
     for (const auto& n : notes) opt_.note ? opt_.note(n) : Warn(n);
   }
 
-  void WriteHeaders(uint64_t start_ticks) {
+  // The "sampler" line, the definitions of metrics [0, n) and the sample file's header: before
+  // the first reading, so the process's I/O totals do not count the sampler's own writes.
+  void WriteHeaders(uint64_t start_ticks, size_t n) {
     Line({{"type", "sampler"},
           {"rank", opt_.rank},
           {"world_size", opt_.world_size},
@@ -335,14 +342,28 @@ class Sampler {
           {"interval_s", interval_s_},
           {"start_ticks", start_ticks},
           {"start_realtime_ns", clock::RealtimeNs()}});
-    for (size_t i = 0; i < metrics_.size(); ++i)
-      Line({{"type", "metric"},
-            {"index", i},
-            {"name", metrics_[i].name},
-            {"unit", metrics_[i].unit},
-            {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
-            {"source", metric_source_[i]},
-            {"description", metrics_[i].description}});
+    WriteMetricLines(0, n);
+    WriteSampleHeader();
+  }
+
+  void WriteMetricLines(size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      json m = {{"type", "metric"},
+                {"index", i},
+                {"name", metrics_[i].name},
+                {"unit", metrics_[i].unit},
+                {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
+                {"source", metric_source_[i]},
+                {"description", metrics_[i].description}};
+      // A deferred source counts from its first reading, not from the sampler's start.
+      if (metric_start_[i]) m["start_ticks"] = metric_start_[i];
+      Line(m);
+    }
+  }
+
+  // At offset 0: rewritten with the final metric count once the deferred sources are open
+  // (nothing else is in the file before the first Flush).
+  void WriteSampleHeader() {
     samples::SampleFileHeader h{};
     h.magic = samples::kSampleMagic;
     h.version = samples::kSampleVersion;
@@ -350,7 +371,10 @@ class Sampler {
     h.record_size = uint32_t(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
     h.rank = opt_.rank;
     h.num_metrics = uint32_t(metrics_.size());
-    WriteAll(samples_fd_, &h, sizeof h);
+    if (pwrite(samples_fd_, &h, sizeof h, 0) != ssize_t(sizeof h) ||
+        lseek(samples_fd_, sizeof h, SEEK_SET) < 0)
+      Warn("sampler: cannot write the header of " + samples::SamplesFileName(opt_.rank) + ": " +
+           std::strerror(errno));
   }
 
   void SendStreamInfo() {
@@ -370,8 +394,26 @@ class Sampler {
 
   void TakeSample() {
     const uint64_t t = Now();
-    for (auto& a : active_) a.src->Read(&raw_[a.first]);
-    if (samples_ == 0) base_ = raw_;
+    ReadSources(t);
+    Emit(t);
+  }
+
+  // A source's first reading is the base of its accumulated metrics; before it (a deferred
+  // source not yet open) its values are 0.
+  void ReadSources(uint64_t t) {
+    for (auto& a : active_) {
+      a.src->Read(&raw_[a.first]);
+      if (a.based) continue;
+      a.based = true;
+      std::copy(raw_.begin() + long(a.first), raw_.begin() + long(a.first + a.count),
+                base_.begin() + long(a.first));
+      if (samples_ > 0)
+        std::fill(metric_start_.begin() + long(a.first),
+                  metric_start_.begin() + long(a.first + a.count), t);
+    }
+  }
+
+  void Emit(uint64_t t) {
     for (size_t i = 0; i < raw_.size(); ++i)
       out_[i] = metrics_[i].accumulated ? raw_[i] - base_[i] : raw_[i];
     samples::SampleRecordHead head{t, samples_};
@@ -414,25 +456,42 @@ class Sampler {
   }
 
   void Run() {
+    bool deferred_open = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      OpenSources();
+      OpenSources(false);
+      // Only deferred sources selected: nothing to gain by waiting, and Start reports whether
+      // they opened.
+      if (metrics_.empty()) OpenSources(true), deferred_open = true;
       if (!metrics_.empty()) {
-        raw_.assign(metrics_.size(), 0.0);
-        out_.assign(metrics_.size(), 0.0);
-        record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
-        WriteHeaders(Now());
-        // The first sample (the base of accumulated metrics) is taken before Start returns,
+        // The first reading (the base of accumulated metrics) is taken before Start returns,
         // so whatever the application does afterwards is counted.
+        raw_.assign(metrics_.size(), 0.0);
+        base_.assign(metrics_.size(), 0.0);
+        WriteHeaders(Now(), metrics_.size());
         start_ticks_ = Now();
-        SendStreamInfo();
-        TakeSample();
+        ReadSources(start_ticks_);
+        opened_any_ = true;
       }
       ready_ = true;
     }
-    open_cpu_s_ = ThreadCpu();
     cv_.notify_all();
     if (metrics_.empty()) return;
+    const size_t before = metrics_.size();
+    if (!deferred_open) OpenSources(true);  // the application runs meanwhile
+    raw_.resize(metrics_.size(), 0.0);
+    base_.resize(metrics_.size(), 0.0);
+    out_.assign(metrics_.size(), 0.0);
+    record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
+    SendStreamInfo();
+    Emit(start_ticks_);
+    if (metrics_.size() > before) {
+      // The deferred sources' first reading, a sample of its own: their counts start here.
+      TakeSample();
+      WriteMetricLines(before, metrics_.size());
+      WriteSampleHeader();
+    }
+    open_cpu_s_ = ThreadCpu();
     using Clock = std::chrono::steady_clock;
     // Samples fall on multiples of the interval of the monotonic clock, which every process of
     // a node shares: the ranks' sampler threads wake together, so ranks that wait for each
@@ -511,12 +570,15 @@ class Sampler {
       }
       return any ? json(s) : json(nullptr);
     };
-    json counters = json::object(), all = json::object();
+    json counters = json::object(), all = json::object(), counters_start = nullptr;
     for (size_t i = 0; i < metrics_.size(); ++i) {
       all[metrics_[i].name] = {{"unit", metrics_[i].unit},
                                {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
                                {"value", out_[i]}};
-      if (metric_source_[i] == "counters") counters[metrics_[i].name] = out_[i];
+      if (metric_source_[i] != "counters") continue;
+      counters[metrics_[i].name] = out_[i];
+      if (counters_start.is_null())
+        counters_start = metric_start_[i] ? double(metric_start_[i] - start_ticks_) / tps_ : 0.0;
     }
     json r = {{"rank", opt_.rank},
               {"host", opt_.host},
@@ -536,6 +598,9 @@ class Sampler {
               {"node_net_rx_bytes", sum("net.", ".rx_bytes")},
               {"node_net_tx_bytes", sum("net.", ".tx_bytes")},
               {"counters", counters},
+              // Seconds after the start of sampling from which the counters count (opened
+              // after Start returned, see sampler.h); null without counters.
+              {"counters_start_s", counters_start},
               {"metrics", all}};
     const std::string path = opt_.run_dir + "/raw/" + samples::ResourcesFileName(opt_.rank);
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -566,6 +631,7 @@ class Sampler {
   std::vector<Active> active_;
   std::vector<MetricDef> metrics_;
   std::vector<std::string> metric_source_;
+  std::vector<uint64_t> metric_start_;  // ticks of a deferred metric's first reading, else 0
   std::vector<double> raw_, base_, out_;
   std::vector<char> record_, pending_;
   uint64_t samples_ = 0, start_ticks_ = 0;
@@ -575,7 +641,7 @@ class Sampler {
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool ready_ = false;
+  bool ready_ = false, opened_any_ = false;
   // The futex word Stop() sets and wakes; the sampling thread sleeps on it.
   std::atomic<int> stop_{0};
   static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
