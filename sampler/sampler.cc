@@ -223,9 +223,23 @@ class Sampler {
         streamer_.reset();
       }
     }
-    // Sources are opened on the sampler thread (PAPI event sets belong to the thread that
-    // creates them); Start waits until the others are open and read once, so failures are
-    // reported here, but not for the deferred ones (SourceSpec::deferred).
+    // The cheap sources are opened and read once here, on the caller's thread: that first
+    // reading is the base of accumulated metrics, so whatever the application does afterwards
+    // is counted, and no hand-over to a new thread (a wake-up each way, milliseconds on a busy
+    // node) lengthens the caller's start-up (MPI_Init). The deferred ones (SourceSpec) are
+    // opened on the sampler thread (PAPI event sets belong to the thread that creates them),
+    // after Start has returned, unless there is nothing else: then Start waits for them, so
+    // that their failure is reported here.
+    OpenSources(false);
+    if (!metrics_.empty()) {
+      raw_.assign(metrics_.size(), 0.0);
+      base_.assign(metrics_.size(), 0.0);
+      WriteHeaders(Now(), metrics_.size());
+      start_ticks_ = Now();
+      ReadSources(start_ticks_);
+      opened_any_ = true;
+    }
+    const bool wait = !opened_any_;  // read before the thread may write it
     // The thread blocks asynchronous signals, so the application's (and the runtime's) handlers
     // keep running on the application's threads; it inherits the mask set around its creation.
     sigset_t all, old;
@@ -234,6 +248,7 @@ class Sampler {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     thread_ = std::thread([this] { Run(); });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (!wait) return true;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return ready_; });
     if (!opened_any_) {
@@ -456,36 +471,38 @@ class Sampler {
   }
 
   void Run() {
-    bool deferred_open = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      OpenSources(false);
-      // Only deferred sources selected: nothing to gain by waiting, and Start reports whether
-      // they opened.
-      if (metrics_.empty()) OpenSources(true), deferred_open = true;
-      if (!metrics_.empty()) {
-        // The first reading (the base of accumulated metrics) is taken before Start returns,
-        // so whatever the application does afterwards is counted.
-        raw_.assign(metrics_.size(), 0.0);
-        base_.assign(metrics_.size(), 0.0);
-        WriteHeaders(Now(), metrics_.size());
-        start_ticks_ = Now();
-        ReadSources(start_ticks_);
-        opened_any_ = true;
-      }
-      ready_ = true;
-    }
-    cv_.notify_all();
-    if (metrics_.empty()) return;
     const size_t before = metrics_.size();
-    if (!deferred_open) OpenSources(true);  // the application runs meanwhile
+    if (!opened_any_) {  // only deferred sources: Start waits for them
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        OpenSources(true);
+        if (!metrics_.empty()) {
+          raw_.assign(metrics_.size(), 0.0);
+          base_.assign(metrics_.size(), 0.0);
+          WriteHeaders(Now(), metrics_.size());
+          start_ticks_ = Now();
+          ReadSources(start_ticks_);
+          opened_any_ = true;
+        }
+        ready_ = true;
+      }
+      cv_.notify_all();
+      if (metrics_.empty()) return;
+    } else {
+      // Not at once: Start returns from inside MPI_Init, and on a node whose cores the ranks
+      // fill, PAPI's start-up (milliseconds of CPU) would take the core from the application's
+      // thread before it has left MPI_Init. A run that ends sooner has no deferred sources.
+      const auto delay = std::min<std::chrono::nanoseconds>(
+          std::chrono::nanoseconds(int64_t(interval_s_ * 1e9)), std::chrono::milliseconds(10));
+      if (!SleepUntil(std::chrono::steady_clock::now() + delay)) OpenSources(true);
+    }
     raw_.resize(metrics_.size(), 0.0);
     base_.resize(metrics_.size(), 0.0);
     out_.assign(metrics_.size(), 0.0);
     record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
     SendStreamInfo();
     Emit(start_ticks_);
-    if (metrics_.size() > before) {
+    if (before > 0 && metrics_.size() > before) {
       // The deferred sources' first reading, a sample of its own: their counts start here.
       TakeSample();
       WriteMetricLines(before, metrics_.size());
