@@ -10,7 +10,9 @@
 //     {"type":"sampler", "rank":R, "world_size":N, "host":"...", "pid":P, "node_leader":true,
 //      "ticks_per_second":F, "interval_s":S, "start_ticks":T, "start_realtime_ns":NS}
 //     {"type":"metric", "index":I, "name":"proc.cpu.user", "unit":"s", "mode":"accumulated"|
-//      "absolute", "source":"proc", "description":"..."}   index = position in SampleRecord
+//      "absolute", "source":"proc", "description":"...", "start_ticks":T}   index = position in
+//      SampleRecord; start_ticks only for a source opened after the sampler started (counters):
+//      its values are 0 until then
 //     {"type":"interval", "ticks":T, "interval_s":S}      the interval changed while running
 //     {"type":"end", "samples":N, "end_ticks":T}          the sampler stopped cleanly
 //   samples-R.bin    SampleFileHeader, then records of header.record_size bytes each:

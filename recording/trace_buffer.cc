@@ -140,7 +140,10 @@ bool TraceBuffer::PushFull(const trace::EventRecord& r) {
 void RegisterTraceBuffer(TraceBuffer* b) {
   int i = g_nbuffers.fetch_add(1);
   if (i < kMaxBuffers) g_buffers[i].store(b, std::memory_order_release);
-  if (b->untouched()) NudgeTraceWriter();
+  // The writer touches the new ring at its next round (TRACE_DRAIN_INTERVAL), not at once: the
+  // main thread's ring is made inside MPI_Init, and a writer woken there took the core from it
+  // while faulting the ring in (issue 17: 1.1-1.5 ms of MPI_Init per rank with 2 ranks on 2
+  // cores); until then the owner faults in the few pages it writes itself.
 }
 
 void DrainAllTraceBuffers(bool from_signal) {

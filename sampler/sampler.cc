@@ -216,8 +216,23 @@ class Sampler {
         streamer_.reset();
       }
     }
-    // Sources are opened on the sampler thread (PAPI event sets belong to the thread that
-    // creates them); Start waits until that is done so failures are reported here.
+    // The cheap sources are opened and read once here, on the caller's thread: that first
+    // reading is the base of accumulated metrics, so whatever the application does afterwards
+    // is counted, and no hand-over to a new thread (a wake-up each way, milliseconds on a busy
+    // node) lengthens the caller's start-up (MPI_Init). The deferred ones (SourceSpec) are
+    // opened on the sampler thread (PAPI event sets belong to the thread that creates them),
+    // after Start has returned, unless there is nothing else: then Start waits for them, so
+    // that their failure is reported here.
+    OpenSources(false);
+    if (!metrics_.empty()) {
+      raw_.assign(metrics_.size(), 0.0);
+      base_.assign(metrics_.size(), 0.0);
+      WriteHeaders(Now(), metrics_.size());
+      start_ticks_ = Now();
+      ReadSources(start_ticks_);
+      opened_any_ = true;
+    }
+    const bool wait = !opened_any_;  // read before the thread may write it
     // The thread blocks asynchronous signals, so the application's (and the runtime's) handlers
     // keep running on the application's threads; it inherits the mask set around its creation.
     sigset_t all, old;
@@ -226,9 +241,10 @@ class Sampler {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     thread_ = std::thread([this] { Run(); });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (!wait) return true;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return ready_; });
-    if (metrics_.empty()) {
+    if (!opened_any_) {
       lock.unlock();
       thread_.join();
       *error = "sampler: no source could be opened";
@@ -267,6 +283,7 @@ class Sampler {
     const SourceSpec* spec;
     std::unique_ptr<Source> src;
     size_t first, count;
+    bool based = false;  // its first reading (the base of its accumulated metrics) is taken
   };
 
   void Warn(const std::string& msg) {
@@ -277,8 +294,14 @@ class Sampler {
     if (opt_.rank == 0 && seen.insert(msg).second) std::fprintf(stderr, "invmw: %s\n", msg.c_str());
   }
 
-  void Line(const json& j) {
+  // Into *batch when given (written by the caller in one go: a system call costs microseconds
+  // on these VMs, and the definitions are written inside MPI_Init).
+  void Line(const json& j, std::string* batch = nullptr) {
     const std::string s = j.dump() + "\n";
+    if (batch) {
+      batch->append(s);
+      return;
+    }
     WriteAll(defs_fd_, s.data(), s.size());
   }
 
@@ -287,7 +310,8 @@ class Sampler {
     return opt_.trace_time ? opt_.trace_time(t) : t;
   }
 
-  void OpenSources() {
+  // The sources with SourceSpec::deferred == deferred.
+  void OpenSources(bool deferred) {
     std::vector<std::string> notes;
     SourceContext ctx;
     ctx.cfg = &cfg_;
@@ -296,14 +320,15 @@ class Sampler {
     ctx.sys_root = "/sys";
     ctx.notes = &notes;
     const auto& want = cfg_.SAMPLER_SOURCES;
-    for (const auto& w : want)
+    for (const auto& w : deferred ? std::vector<std::string>() : want)
       if (std::none_of(Sources().begin(), Sources().end(),
                        [&](const SourceSpec& s) { return w == s.name; }))
         Warn("INVMW_SAMPLER_SOURCES names " + w + ", which is not a sampler source; ignored");
     for (const SourceSpec& spec : Sources()) {
+      if (spec.deferred != deferred) continue;
       if (!want.empty() && std::find(want.begin(), want.end(), spec.name) == want.end()) continue;
       if (spec.scope == Scope::kNode && !opt_.node_leader) continue;
-      Active a{&spec, spec.create(), metrics_.size(), 0};
+      Active a{&spec, spec.create(), metrics_.size(), 0, false};
       std::string why;
       if (!a.src->Open(ctx, &metrics_, &why)) {
         metrics_.resize(a.first);  // a failing source may have declared some metrics
@@ -312,12 +337,16 @@ class Sampler {
       }
       a.count = metrics_.size() - a.first;
       for (size_t i = 0; i < a.count; ++i) metric_source_.push_back(spec.name);
+      metric_start_.resize(metrics_.size(), 0);
       active_.push_back(std::move(a));
     }
     for (const auto& n : notes) opt_.note ? opt_.note(n) : Warn(n);
   }
 
-  void WriteHeaders(uint64_t start_ticks) {
+  // The "sampler" line, the definitions of metrics [0, n) and the sample file's header: before
+  // the first reading, so the process's I/O totals do not count the sampler's own writes.
+  void WriteHeaders(uint64_t start_ticks, size_t n) {
+    std::string batch;
     Line({{"type", "sampler"},
           {"rank", opt_.rank},
           {"world_size", opt_.world_size},
@@ -327,15 +356,31 @@ class Sampler {
           {"ticks_per_second", tps_},
           {"interval_s", interval_s_},
           {"start_ticks", start_ticks},
-          {"start_realtime_ns", clock::RealtimeNs()}});
-    for (size_t i = 0; i < metrics_.size(); ++i)
-      Line({{"type", "metric"},
-            {"index", i},
-            {"name", metrics_[i].name},
-            {"unit", metrics_[i].unit},
-            {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
-            {"source", metric_source_[i]},
-            {"description", metrics_[i].description}});
+          {"start_realtime_ns", clock::RealtimeNs()}},
+         &batch);
+    WriteMetricLines(0, n, &batch);
+    WriteAll(defs_fd_, batch.data(), batch.size());
+    WriteSampleHeader();
+  }
+
+  void WriteMetricLines(size_t from, size_t to, std::string* batch) {
+    for (size_t i = from; i < to; ++i) {
+      json m = {{"type", "metric"},
+                {"index", i},
+                {"name", metrics_[i].name},
+                {"unit", metrics_[i].unit},
+                {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
+                {"source", metric_source_[i]},
+                {"description", metrics_[i].description}};
+      // A deferred source counts from its first reading, not from the sampler's start.
+      if (metric_start_[i]) m["start_ticks"] = metric_start_[i];
+      Line(m, batch);
+    }
+  }
+
+  // At offset 0: rewritten with the final metric count once the deferred sources are open
+  // (nothing else is in the file before the first Flush).
+  void WriteSampleHeader() {
     samples::SampleFileHeader h{};
     h.magic = samples::kSampleMagic;
     h.version = samples::kSampleVersion;
@@ -343,7 +388,10 @@ class Sampler {
     h.record_size = uint32_t(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
     h.rank = opt_.rank;
     h.num_metrics = uint32_t(metrics_.size());
-    WriteAll(samples_fd_, &h, sizeof h);
+    if (pwrite(samples_fd_, &h, sizeof h, 0) != ssize_t(sizeof h) ||
+        lseek(samples_fd_, sizeof h, SEEK_SET) < 0)
+      Warn("sampler: cannot write the header of " + samples::SamplesFileName(opt_.rank) + ": " +
+           std::strerror(errno));
   }
 
   void SendStreamInfo() {
@@ -363,8 +411,26 @@ class Sampler {
 
   void TakeSample() {
     const uint64_t t = Now();
-    for (auto& a : active_) a.src->Read(&raw_[a.first]);
-    if (samples_ == 0) base_ = raw_;
+    ReadSources(t);
+    Emit(t);
+  }
+
+  // A source's first reading is the base of its accumulated metrics; before it (a deferred
+  // source not yet open) its values are 0.
+  void ReadSources(uint64_t t) {
+    for (auto& a : active_) {
+      a.src->Read(&raw_[a.first]);
+      if (a.based) continue;
+      a.based = true;
+      std::copy(raw_.begin() + long(a.first), raw_.begin() + long(a.first + a.count),
+                base_.begin() + long(a.first));
+      if (samples_ > 0)
+        std::fill(metric_start_.begin() + long(a.first),
+                  metric_start_.begin() + long(a.first + a.count), t);
+    }
+  }
+
+  void Emit(uint64_t t) {
     for (size_t i = 0; i < raw_.size(); ++i)
       out_[i] = metrics_[i].accumulated ? raw_[i] - base_[i] : raw_[i];
     samples::SampleRecordHead head{t, samples_};
@@ -407,25 +473,46 @@ class Sampler {
   }
 
   void Run() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      OpenSources();
-      if (!metrics_.empty()) {
-        raw_.assign(metrics_.size(), 0.0);
-        out_.assign(metrics_.size(), 0.0);
-        record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
-        WriteHeaders(Now());
-        // The first sample (the base of accumulated metrics) is taken before Start returns,
-        // so whatever the application does afterwards is counted.
-        start_ticks_ = Now();
-        SendStreamInfo();
-        TakeSample();
+    const size_t before = metrics_.size();
+    if (!opened_any_) {  // only deferred sources: Start waits for them
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        OpenSources(true);
+        if (!metrics_.empty()) {
+          raw_.assign(metrics_.size(), 0.0);
+          base_.assign(metrics_.size(), 0.0);
+          WriteHeaders(Now(), metrics_.size());
+          start_ticks_ = Now();
+          ReadSources(start_ticks_);
+          opened_any_ = true;
+        }
+        ready_ = true;
       }
-      ready_ = true;
+      cv_.notify_all();
+      if (metrics_.empty()) return;
+    } else {
+      // Not at once: Start returns from inside MPI_Init, and on a node whose cores the ranks
+      // fill, PAPI's start-up (milliseconds of CPU) would take the core from the application's
+      // thread before it has left MPI_Init. A run that ends sooner has no deferred sources.
+      const auto delay = std::min<std::chrono::nanoseconds>(
+          std::chrono::nanoseconds(int64_t(interval_s_ * 1e9)), std::chrono::milliseconds(10));
+      if (!SleepUntil(std::chrono::steady_clock::now() + delay)) OpenSources(true);
+    }
+    raw_.resize(metrics_.size(), 0.0);
+    base_.resize(metrics_.size(), 0.0);
+    out_.assign(metrics_.size(), 0.0);
+    record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
+    SendStreamInfo();
+    Emit(start_ticks_);
+    if (before > 0 && metrics_.size() > before) {
+      // The deferred sources' first reading, a sample of its own: their counts start here.
+      TakeSample();
+      std::string batch;
+      WriteMetricLines(before, metrics_.size(), &batch);
+      WriteAll(defs_fd_, batch.data(), batch.size());
+      WriteSampleHeader();
     }
     open_cpu_s_ = ThreadCpu();
-    cv_.notify_all();
-    if (metrics_.empty()) return;
     using Clock = std::chrono::steady_clock;
     // Samples fall on multiples of the interval of the monotonic clock, which every process of
     // a node shares: the ranks' sampler threads wake together, so ranks that wait for each
@@ -504,12 +591,15 @@ class Sampler {
       }
       return any ? json(s) : json(nullptr);
     };
-    json counters = json::object(), all = json::object();
+    json counters = json::object(), all = json::object(), counters_start = nullptr;
     for (size_t i = 0; i < metrics_.size(); ++i) {
       all[metrics_[i].name] = {{"unit", metrics_[i].unit},
                                {"mode", metrics_[i].accumulated ? "accumulated" : "absolute"},
                                {"value", out_[i]}};
-      if (metric_source_[i] == "counters") counters[metrics_[i].name] = out_[i];
+      if (metric_source_[i] != "counters") continue;
+      counters[metrics_[i].name] = out_[i];
+      if (counters_start.is_null())
+        counters_start = metric_start_[i] ? double(metric_start_[i] - start_ticks_) / tps_ : 0.0;
     }
     json r = {{"rank", opt_.rank},
               {"host", opt_.host},
@@ -529,6 +619,9 @@ class Sampler {
               {"node_net_rx_bytes", sum("net.", ".rx_bytes")},
               {"node_net_tx_bytes", sum("net.", ".tx_bytes")},
               {"counters", counters},
+              // Seconds after the start of sampling from which the counters count (opened
+              // after Start returned, see sampler.h); null without counters.
+              {"counters_start_s", counters_start},
               {"metrics", all}};
     const std::string path = opt_.run_dir + "/raw/" + samples::ResourcesFileName(opt_.rank);
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -559,6 +652,7 @@ class Sampler {
   std::vector<Active> active_;
   std::vector<MetricDef> metrics_;
   std::vector<std::string> metric_source_;
+  std::vector<uint64_t> metric_start_;  // ticks of a deferred metric's first reading, else 0
   std::vector<double> raw_, base_, out_;
   std::vector<char> record_, pending_;
   uint64_t samples_ = 0, start_ticks_ = 0;
@@ -568,7 +662,7 @@ class Sampler {
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool ready_ = false;
+  bool ready_ = false, opened_any_ = false;
   // The futex word Stop() sets and wakes; the sampling thread sleeps on it.
   std::atomic<int> stop_{0};
   static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);

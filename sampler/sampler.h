@@ -15,10 +15,16 @@
 // changed value (recorded as an "interval" line in metrics-R.jsonl).
 //
 // Contract:
-//   Start: validates the options, opens the sources (on the new thread, before the first
-//     sample), returns true when the thread runs. On false, *error says why in one line; the
-//     application is unaffected. Never throws. Call once per process, after MPI_Init (or at
-//     load for INVMW_RUNTIME_NONMPI=1); a second Start while running fails.
+//   Start: validates the options, opens the sources and takes their first reading (on the
+//     caller's thread, so MPI_Init waits for no other thread), starts the thread, returns
+//     true when it runs. On false, *error says why in one line; the application is
+//     unaffected. Never throws. Call once per process, after MPI_Init (or at load for
+//     INVMW_RUNTIME_NONMPI=1); a second Start while running fails. Deferred sources (the
+//     counters: PAPI's start-up and the kernel's first per-task perf event cost 2-15 ms) are
+//     opened by the thread min(interval, 10 ms) after Start has returned (Start waits for
+//     them only when no other source opened); their metrics are 0 until their first reading,
+//     a sample of its own whose time their definitions record ("start_ticks"; resources:
+//     "counters_start_s"). A run stopped before then has no deferred sources.
 //   Stop: takes a last sample, joins the thread, writes the "end" line and resources-R.json.
 //     Safe to call when Start failed or was never called, and more than once.
 //   Warnings (unreadable files, bad settings) go to options.warn, or when it is unset to stderr

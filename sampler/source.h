@@ -8,7 +8,8 @@
 // unit test checks that every option a source reads is declared.
 //
 // Contract of a Source:
-//   Open(ctx, metrics, why_not): called once on the sampler thread before the first sample.
+//   Open(ctx, metrics, why_not): called once on the sampler thread before its first reading
+//     (before Start returns, or just after it for a deferred source, see SourceSpec).
 //     Appends its metric definitions to *metrics and returns true, or returns false with a
 //     one-line reason (the source is then skipped; a source that simply does not apply, e.g.
 //     the cgroup source outside a CPU-limited cgroup, returns false with an empty reason).
@@ -64,6 +65,11 @@ struct SourceSpec {
   Scope scope;
   std::vector<const char*> options;  // INVMW_SAMPLER_* variables it reads
   std::unique_ptr<Source> (*create)();
+  // Opened after Start has returned, on the sampler thread, while the application runs: for
+  // sources whose Open costs milliseconds (PAPI's initialisation; the kernel's first per-task
+  // perf event waits for an RCU grace period), which would otherwise lengthen MPI_Init. Their
+  // metrics count from their first reading, whose time the metric definitions record.
+  bool deferred = false;
 };
 
 // Every built-in source, in sampling order.

@@ -4,8 +4,10 @@
 //   sampler_testapp DIR RANK WORLD LEADER SECONDS WORK [BYTES]
 //     WORK: busy (spin on the CPU), sleep, or write (write BYTES to DIR/written-RANK.dat in
 //     64 KiB pieces, then sleep out the rest)
-// Prints one JSON line: samples taken, sampler thread CPU seconds, wall seconds.
+// Prints one JSON line: samples taken, sampler thread CPU seconds, wall seconds, whether PAPI
+// was initialised when Start returned, and the clock ticks then.
 #include <fcntl.h>
+#include <papi.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,6 +40,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Start failed: %s\n", err.c_str());
     return 1;
   }
+  // Read at once: the counters source opens on the sampler thread after Start has returned.
+  const int papi_at_start = PAPI_is_initialized();
+  const uint64_t ticks_at_start = invmw::clock::Ticks();
   const int64_t t0 = invmw::clock::MonotonicNs();
   auto elapsed = [&] { return double(invmw::clock::MonotonicNs() - t0) * 1e-9; };
   volatile double sink = 0;
@@ -62,8 +67,8 @@ int main(int argc, char** argv) {
   const auto st = invmw::sampler::LastStats();
   std::printf(
       "{\"samples\": %llu, \"thread_cpu_s\": %.6f, \"wall_s\": %.6f, \"sent\": %llu, "
-      "\"dropped\": %llu}\n",
+      "\"dropped\": %llu, \"papi_initialized_at_start\": %d, \"ticks_at_start\": %llu}\n",
       (unsigned long long)st.samples, st.thread_cpu_s, wall, (unsigned long long)st.datagrams_sent,
-      (unsigned long long)st.datagrams_dropped);
+      (unsigned long long)st.datagrams_dropped, papi_at_start, (unsigned long long)ticks_at_start);
   return 0;
 }
