@@ -11,6 +11,8 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <utility>
+
 #ifndef INVMW_PLATFORM_TABLES_DIR
 #define INVMW_PLATFORM_TABLES_DIR "platforms/tables"
 #endif
@@ -175,12 +177,12 @@ PlatformTable ParsePlatformTable(const std::string& text, const std::string& sou
   }
   for (const auto& [k, v] : doc) {
     std::string key(k.str());
-    static const char* kKeys[] = {"schema",     "name",     "title",  "description",
-                                  "parameters", "measures", "kernels"};
+    static const char* kKeys[] = {"schema",     "name",     "title",   "description",
+                                  "parameters", "measures", "kernels", "topology"};
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
       throw TableError(Where(source, k.source()) + "unknown key '" + key +
                        "' (expected schema, name, title, description, parameters, measures, "
-                       "kernels)");
+                       "kernels, topology)");
     }
   }
   t.name = doc["name"].value_or(std::string());
@@ -190,6 +192,26 @@ PlatformTable ParsePlatformTable(const std::string& text, const std::string& sou
   t.parameters = ReadValues(doc, "parameters", source);
   t.measures = ReadValues(doc, "measures", source);
   t.kernels = ReadValues(doc, "kernels", source);
+  if (const toml::node* tn = doc.get("topology")) {
+    auto v = tn->value<std::string>();
+    if (!v || (*v != "cluster" && *v != "fat-tree"))
+      throw TableError(Where(source, tn->source()) +
+                       "topology must be \"cluster\" or \"fat-tree\"");
+    t.topology = *v;
+  }
+  // The SimGrid export reads these in fixed units: a backbone in other units, or without a
+  // rate, would be a different network without a word.
+  for (const auto& [field, unit] :
+       {std::pair<const char*, const char*>{"backbone_bw", "MB/s"}, {"backbone_lat", "s"}}) {
+    const TableValue* v = t.Measure(field);
+    if (!v) continue;
+    const toml::node* vn = doc["measures"][field].node();
+    if (v->unit != unit)
+      throw TableError(Where(source, vn->source()) + "measures." + field + " must have unit \"" +
+                       unit + "\", not \"" + v->unit + "\"");
+    if (std::string(field) == "backbone_bw" && !(v->value > 0))
+      throw TableError(Where(source, vn->source()) + "measures.backbone_bw must be > 0 MB/s");
+  }
   return t;
 }
 
@@ -206,6 +228,7 @@ std::string FormatPlatformTable(const PlatformTable& t) {
   o << std::setprecision(10);
   o << "schema = 1\nname = " << Quote(t.name) << "\ntitle = " << Quote(t.title) << "\n";
   if (!t.description.empty()) o << "description = " << Quote(t.description) << "\n";
+  if (!t.topology.empty()) o << "topology = " << Quote(t.topology) << "\n";
   auto section = [&](const char* name, const std::vector<TableValue>& vals) {
     if (vals.empty()) return;
     o << "\n[" << name << "]\n";

@@ -28,6 +28,9 @@ struct TableValue {
 struct PlatformTable {
   int schema = 1;
   std::string name, title, description, path;
+  // Network shape for the SimGrid export: "" (unstated), "cluster" or "fat-tree". A backbone is
+  // stated as measures.backbone_bw (MB/s) and measures.backbone_lat (s).
+  std::string topology;
   std::vector<TableValue> parameters, measures, kernels;
 
   const TableValue* Parameter(const std::string& n) const;

@@ -17,6 +17,7 @@ PACKAGES=(
   valgrind                            # helgrind thread tests (e2e.c.threads.helgrind*)
   pvm pvm-dev libtirpc-dev               # libpvm3.a needs its XDR routines (test pvm.static)
   clang-14 libclang-rt-14-dev            # fuzz targets (scripts/fuzz.sh): libFuzzer, ASan, UBSan
+  libsimgrid-dev                         # smpicc/smpirun: SMPI round trip of platform export
 )
 
 missing=()
