@@ -30,6 +30,22 @@ bool ParseNumber(const std::string& text, double min, double* out) {
   return true;
 }
 
+// Whether `smpirun` is on PATH: the files are useful elsewhere, but whoever exports here most
+// likely means to run them here, and an absent SimGrid is better said now than at smpirun time.
+bool SmpirunOnPath() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string d = dirs.substr(start, end - start);
+    if (access(((d.empty() ? "." : d) + "/smpirun").c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 // X.xml -> X.<ext>; other names get .<ext> appended.
 std::string Beside(const std::string& xml, const std::string& ext) {
   const std::string suffix = ".xml";
@@ -123,6 +139,11 @@ int RunExport(int argc, char** argv) {
     if (p.backbone_bw_Bps > 0)
       std::printf(", shared backbone %.6g B/s, %.6g s", p.backbone_bw_Bps, p.backbone_lat_s);
     std::printf("\n");
+    if (!SmpirunOnPath())
+      std::fprintf(stderr,
+                   "invmw: note: smpirun is not on PATH: running %s needs SimGrid's SMPI (Debian "
+                   "libsimgrid-dev, scripts/setup.sh)\n",
+                   out.c_str());
     return 0;
   } catch (const std::exception& e) {
     return Fail(std::string("platform export: ") + e.what());

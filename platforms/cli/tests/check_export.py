@@ -171,6 +171,12 @@ def test_export(a, tmp):
     run([a.invmw, "platform", "export", "--format", "simgrid", "slow-cops", "--tables", a.tables,
          "-o", out, "--force"])
     check(open(out).read() != before, "--force overwrites")
+    # No SimGrid here: the files are written, and the user is told what running them needs.
+    r = subprocess.run([a.invmw, "platform", "export", "--format", "simgrid", "fast-cops",
+                        "--tables", a.tables, "-o", os.path.join(tmp, "nosg.xml")],
+                       capture_output=True, text=True, env=dict(os.environ, PATH=tmp))
+    check(r.returncode == 0 and "smpirun is not on PATH" in r.stderr and "libsimgrid-dev" in
+          r.stderr, f"a missing smpirun is said: {r.stderr.strip()}")
     r = run([a.invmw, "platform", "export", "--format", "dot", "fast-cops", "-o", out], expect=2)
     check("supported: simgrid" in r.stderr, f"unknown format refused: {r.stderr.strip()}")
 
@@ -188,10 +194,11 @@ def fit_pingpong(stdout):
     return sxx / sxy / 1e6, b1
 
 
-def smpi_pingpong(a, xml):
+def smpi_pingpong(a, xml, hostfile=None):
     base = xml[:-4]
     cfg = open(base + ".cfg").read().split()
-    cmd = [a.smpirun, "-platform", xml, "-hostfile", base + ".hostfile", "-np", "2"] + cfg + [
+    cmd = [a.smpirun, "-platform", xml, "-hostfile", hostfile or base + ".hostfile", "-np", "2"
+           ] + cfg + [
         # SMPI would otherwise inject the host's measured CPU time between the MPI calls: the
         # ping-pong then depends on the machine's load instead of the platform alone.
         "--cfg=smpi/simulate-computation:no", a.smpi_pingpong, "--sizes",
@@ -227,6 +234,22 @@ def test_roundtrip(a, tmp):
               f"{os.path.basename(t)}: SMPI a1 {a1:.6g} within 5% of {v['parameters.a1']:.6g}")
         check(abs(b1 / v["parameters.b1"] - 1) <= 0.05,
               f"{os.path.basename(t)}: SMPI b1 {b1:.6g} within 5% of {v['parameters.b1']:.6g}")
+
+    # A fat tree: b1 is the latency of the longest route (node-0 to node-7 crosses the top).
+    xml = os.path.join(tmp, "fat.xml")
+    export(a, known, xml, ["--topology", "fat-tree", "--fat-tree", "2;4,2;1,2;1,1"])
+    far = os.path.join(tmp, "far.hostfile")
+    open(far, "w").write("node-0\nnode-7\n")
+    a1, b1 = smpi_pingpong(a, xml, far)
+    print(f"     fat tree, node-0 to node-7: a1 20 -> {a1:.6g} MB/s, b1 4e-05 -> {b1:.6g} s")
+    check(abs(a1 / 20 - 1) <= 0.05 and abs(b1 / 4e-5 - 1) <= 0.05,
+          "fat tree: a1 and b1 of the longest route within 5%")
+    # The 10 Mbit/s emulated platform's limit as the shared backbone caps the rate.
+    xml = os.path.join(tmp, "emu.xml")
+    export(a, known, xml, ["--platform", "emu-4x50-10mbit"])
+    a1, b1 = smpi_pingpong(a, xml)
+    print(f"     backbone of emu-4x50-10mbit: a1 -> {a1:.6g} MB/s (limit 1.25)")
+    check(abs(a1 / 1.25 - 1) <= 0.05, f"shared backbone: a1 {a1:.6g} within 5% of 1.25 MB/s")
 
 
 def main():
