@@ -40,6 +40,7 @@ int RunShow(int argc, char** argv) {
       PlatformTable t = LoadPlatformTable(ResolvePlatformTable(n, dir));
       std::printf("%s: %s (%s)\n", t.name.c_str(), t.title.c_str(), t.path.c_str());
       if (!t.description.empty()) std::printf("  %s\n", t.description.c_str());
+      if (!t.topology.empty()) std::printf("  topology: %s\n", t.topology.c_str());
       auto section = [](const char* title, const std::vector<TableValue>& vals) {
         if (vals.empty()) return;
         std::printf("  %s:\n", title);
