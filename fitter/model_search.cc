@@ -569,7 +569,8 @@ std::string SearchModelToml(const std::vector<SearchResult>& results, const std:
   if (results.empty()) throw SearchError("model search: no result to write");
   std::ostringstream o;
   o << "# Written by `invmw model search`: the selected hypothesis of each response, its\n"
-       "# coefficients as parameters with the least-squares estimates as initial values.\n";
+       "# coefficients as parameters with their estimates (Ceres refit, else least squares) as\n"
+       "# initial values.\n";
   o << "schema = 1\nname = " << Quote(name) << "\ndescription = " << Quote(description) << "\n\n";
   o << "[factors]\n";
   std::set<std::string> seen;
