@@ -281,15 +281,18 @@ Outcome Enumerate(const Problem& p, int max_terms, const SearchOptions& o) {
                    [](const Hypothesis& a, const Hypothesis& b) { return a.cv_rms < b.cv_rms; });
   // Within a size the best training error wins (equal numbers of coefficients). Across sizes:
   // the fewest terms that explain the data as well as the replications allow (no significant
-  // lack of fit at level alpha); without replications, the constant.
+  // lack of fit at level alpha), and a bigger hypothesis only when it predicts held-out points
+  // clearly better (margin). When no size passes the test (no replications, or a response the
+  // normal form does not capture), the cross-validated error decides: more terms only when they
+  // cut it by margin_no_fit.
   int chosen = 0;
   if (o.alpha > 0)
     for (int k = 1; k <= max_terms && !chosen; ++k)
       if (have[k] && best[k].lack_of_fit_p > o.alpha) chosen = k;
+  double margin = chosen ? o.margin : o.margin_no_fit;
   if (!chosen) chosen = 1;
-  // A bigger hypothesis still wins when it predicts held-out points clearly better.
   for (int k = chosen + 1; k <= max_terms; ++k)
-    if (have[k] && best[k].cv_rms < (1 - o.margin) * best[chosen].cv_rms) chosen = k;
+    if (have[k] && best[k].cv_rms < (1 - margin) * best[chosen].cv_rms) chosen = k;
   if (have[chosen]) out.selected = best[chosen];
   return out;
 }
@@ -464,6 +467,10 @@ SearchResult SearchModel(const DataTable& data, const std::string& response,
         for (size_t r = 0; r < x.size(); ++r) all[r] = r;
         search_line(all);
       }
+      if (rank.empty())
+        res.warnings.push_back("factor '" + factors[f] +
+                               "': no line of the design has 4 or more of its levels with the "
+                               "others fixed, nor do all rows; no term in it was searched");
       std::vector<std::pair<std::pair<int, double>, FactorPower>> order;
       for (const auto& [t, v] : rank) order.push_back({v, t});
       std::sort(order.begin(), order.end());

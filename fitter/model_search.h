@@ -56,12 +56,13 @@ using SearchTerm = std::vector<FactorPower>;
 bool IsConstantTerm(const SearchTerm& t);
 
 struct SearchOptions {
-  int max_terms = 3;    // terms of a hypothesis, the constant included
-  double margin = 0.5;  // a bigger hypothesis must cut the CV error by this fraction
-  double t_min = 2.0;   // a term's coefficient must be positive and t = c/se above this
-  double alpha = 0.01;  // lack-of-fit test level (0: selection by cross-validation alone)
-  int per_factor = 10;  // multi-factor: best terms kept per factor for the combinations
-  int runners_up = 5;   // hypotheses reported after the selected one
+  int max_terms = 3;           // terms of a hypothesis, the constant included
+  double margin = 0.5;         // a bigger hypothesis must cut the CV error by this fraction
+  double margin_no_fit = 0.1;  // the same when no size passes the lack-of-fit test
+  double t_min = 2.0;          // a term's coefficient must be positive and t = c/se above this
+  double alpha = 0.01;         // lack-of-fit test level (0: selection by cross-validation alone)
+  int per_factor = 10;         // multi-factor: best terms kept per factor for the combinations
+  int runners_up = 5;          // hypotheses reported after the selected one
 };
 
 struct Hypothesis {

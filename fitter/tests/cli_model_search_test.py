@@ -47,6 +47,7 @@ def write_csv(path, header, rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--invmw', required=True)
+    ap.add_argument('--make-db', required=True)
     a = ap.parse_args()
     inv = a.invmw
     rnd = random.Random(21)
@@ -139,6 +140,23 @@ def main():
         refused(run([inv, 'model', 'search', '--data', csv, '--response', 't', '--max-terms',
                      '9']), 'max-terms', '--max-terms')
         refused(run([inv, 'model', 'search', '--data', csv]), 'no response', '--response')
+
+        # --design: the runs of a results database (synthetic Opal, 84 points, 2 replications).
+        db = os.path.join(tmp, 'results.db')
+        subprocess.run([a.make_db, db], check=True)
+        r = run([inv, 'model', 'search', '--design', 'opal-84', '--db', db, '--platform', 'local',
+                 '--response', 't_comm', '--json'])
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        jr = j.get('responses', [{}])[0]
+        check(r.returncode == 0 and jr.get('rows') == 168 and jr.get('points') == 84,
+              f'--design: 168 runs at 84 points: {r.returncode} {r.stderr.strip()[:200]}')
+        check(any('p' in t for t in jr.get('selected', {}).get('terms', [])),
+              f'--design: t_comm grows with p: {jr.get("selected", {}).get("formula")}')
+        check(any("factor 'u': no line of the design has 4 or more" in w
+                  for w in jr.get('warnings', [])),
+              'a two-level factor is reported as not searched')
+        refused(run([inv, 'model', 'search', '--design', 'opal-84', '--db', db,
+                     '--response', 't_comm']), 'design on two platforms', 'platform')
     if failures:
         print(f'{len(failures)} check(s) failed')
         return 1
