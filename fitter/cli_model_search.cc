@@ -207,8 +207,10 @@ int RunModelSearch(int argc, char** argv) {
       j["responses"].push_back(jr);
     }
     if (!out.empty()) {
-      WriteFileAtomic(out,
-                      SearchModelToml(written, name, "found by invmw model search in " + d.source));
+      std::string text =
+          SearchModelToml(written, name, "found by invmw model search in " + d.source);
+      Model::Parse(text, out);  // what is written must load (throws ModelError otherwise)
+      WriteFileAtomic(out, text);
       j["model_file"] = out;
     }
     if (json) {

@@ -1,6 +1,7 @@
 #include "fitter/model_search.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -574,6 +575,22 @@ std::string Quote(const std::string& s) {
 std::string SearchModelToml(const std::vector<SearchResult>& results, const std::string& name,
                             const std::string& description) {
   if (results.empty()) throw SearchError("model search: no result to write");
+  // Names become TOML keys and expression symbols: only identifiers can be both.
+  auto identifier = [](const std::string& n) {
+    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+    for (char c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return true;
+  };
+  for (const auto& r : results) {
+    std::vector<std::string> names = r.factors;
+    names.push_back(r.response);
+    for (const auto& n : names)
+      if (!identifier(n))
+        throw SearchError("model search: column '" + n +
+                          "' is not a name a model file can use (letters, digits and _, not "
+                          "starting with a digit); rename the column");
+  }
   std::ostringstream o;
   o << "# Written by `invmw model search`: the selected hypothesis of each response, its\n"
        "# coefficients as parameters with their estimates (Ceres refit, else least squares) as\n"

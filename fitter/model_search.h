@@ -5,10 +5,11 @@
 // Why this shape: thousands of hypotheses must be ranked, so ranking uses weighted linear least
 // squares on per-design-point Gram matrices (a hypothesis and all of its cross-validation folds
 // cost a few tiny solves, never a pass over the data), and only the selected hypothesis is
-// refitted with the Ceres fitter (Fit()) for its confidence intervals. Selection is by
-// leave-one-design-point-out cross-validation, not by training error, and a hypothesis with more
-// terms must beat the chosen one by a relative margin, which is what keeps noise from being
-// modelled. See docs/fitter.md "Model search".
+// refitted with the Ceres fitter (Fit()) for its confidence intervals. The number of terms is
+// chosen by a lack-of-fit test against the replications and by leave-one-design-point-out
+// cross-validation, not by training error: a hypothesis with more terms must show that the
+// smaller one misses the data, or predict held-out points clearly better, which is what keeps
+// noise from being modelled. See docs/fitter.md "Model search".
 //
 // Contract: SearchModel() throws SearchError with a message naming the response, factor or row
 // for inputs that cannot be searched (missing columns, a factor with one level or a value <= 0,

@@ -272,6 +272,15 @@ TEST(ModelSearch, BadInputs) {
   ExpectError(nf, {"p"}, "runs.csv:4: factor 'p' is missing");
 
   ExpectError(d, {"q"}, "no column 'q'");
+  DataTable dash = d;
+  dash.columns[0] = "p-1";
+  SearchResult sd = SearchModel(dash, "t", {"p-1"}, SearchOptions());
+  try {
+    SearchModelToml({sd}, "x", "y");
+    ADD_FAILURE() << "a column name that is no identifier was written";
+  } catch (const SearchError& e) {
+    EXPECT_NE(std::string(e.what()).find("column 'p-1' is not a name"), std::string::npos);
+  }
   SearchOptions bad;
   bad.max_terms = 1;
   ExpectError(d, {"p"}, "--max-terms", bad);
