@@ -61,12 +61,13 @@ int main() {
       FitResult f = Fit(m, d, FitOptions());
       double refit = Seconds(t0);
       std::printf(
-          "%d factor(s), 5 levels, 3 replications (%zu rows), --max-terms %d: %ld hypotheses in "
+          "%d factor(s), 5 levels, 3 replications (%zu rows), --max-terms %d (used %d): %ld "
+          "hypotheses in "
           "%.3f s (%.0f per second); Ceres refit with LOO %.3f s; total %.3f s (target %s); "
           "selected %s%s\n",
-          factors, d.rows.size(), max_terms, s.hypotheses, search, s.hypotheses / search, refit,
-          search + refit, factors == 1 ? "< 1 s" : "< 10 s", FormulaText(s.selected, fs).c_str(),
-          f.converged ? "" : " (refit NOT converged)");
+          factors, d.rows.size(), max_terms, s.max_terms, s.hypotheses, search,
+          s.hypotheses / search, refit, search + refit, factors == 1 ? "< 1 s" : "< 10 s",
+          FormulaText(s.selected, fs).c_str(), f.converged ? "" : " (refit NOT converged)");
     }
   }
   return 0;
