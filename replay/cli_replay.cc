@@ -52,7 +52,7 @@ int RunPredictReplay(int argc, char** argv) {
   av.push_back(nullptr);
 
   bool done = false, json = false;
-  std::string run_dir, reference, tables_dir, nodes_text, smpirun = "smpirun";
+  std::string run_dir, reference, tables_dir, nodes_text, keep, smpirun = "smpirun";
   std::vector<std::string> platforms;
   Args args("invmw predict --replay RUN_DIR --platform TABLE [--platform TABLE2 ...]",
             "Replays the run's OTF2 trace (RUN_DIR/traces.otf2, `invmw run --trace`) with\n"
@@ -66,6 +66,8 @@ int RunPredictReplay(int argc, char** argv) {
               "the table the run was measured on (its host speed scales the bursts)")
       .Option("--nodes", "N", &nodes_text, "hosts of the simulated cluster (default: ranks)")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
+      .Option("--keep", "DIR", &keep,
+              "keep the TI traces, platform, hostfile and Paje trace in DIR/TABLE/ (created)")
       .Option("--smpirun", "PROG", &smpirun, "SimGrid's smpirun (default: from PATH)")
       .Flag("--json", &json, "machine-readable output")
       .Epilog(
@@ -121,14 +123,22 @@ int RunPredictReplay(int argc, char** argv) {
       so.nodes = nodes > 0 ? std::max(nodes, 2) : std::max(conv.ranks, 2);
       fit::SimgridPlatform plat = fit::ExportSimgrid(table, so);
 
-      const char* tmp = std::getenv("TMPDIR");
-      std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/invmw-replay-XXXXXX";
       WorkDir wd;
-      if (!mkdtemp(tmpl.data())) throw std::runtime_error(tmpl + ": cannot create directory");
-      wd.path = tmpl;
-      wd.ranks = conv.ranks;
-      const std::string index = WriteTiTraces(conv, wd.path);
-      ReplayResult rr = RunReplay(plat, conv.ranks, index, wd.path, smpirun);
+      std::string dir;
+      if (!keep.empty()) {
+        dir = (fs::path(keep) / table.name).string();
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
+      } else {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/invmw-replay-XXXXXX";
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error(tmpl + ": cannot create directory");
+        dir = wd.path = tmpl;
+        wd.ranks = conv.ranks;
+      }
+      const std::string index = WriteTiTraces(conv, dir);
+      ReplayResult rr = RunReplay(plat, conv.ranks, index, dir, smpirun);
 
       nlohmann::json pj;
       pj["table"] = table.name;

@@ -195,6 +195,10 @@ class RankConverter {
         case TraceEvent::kNonBlockingCollectiveRequest:
           problem = name;
           break;
+        case TraceEvent::kNonBlockingCollectiveComplete:
+          // Its start was listed; the time spent completing it is listed too.
+          problem = name + " (completing a nonblocking collective)";
+          break;
         default:
           break;
       }
@@ -221,35 +225,39 @@ class RankConverter {
       *problem = name + " (not on MPI_COMM_WORLD)";
       return;
     }
+    // SimGrid's collectives need the same count on every rank; the trace has each rank's bytes
+    // sent and received (MPI_IN_PLACE sides 0, root-only sides only at the root), so the count
+    // is read from the side every rank has.
     const uint64_t n = static_cast<uint64_t>(ranks_);
+    const bool is_root = x.peer == rank_;
+    const uint64_t either = std::max(x.bytes, x.bytes_recv);
     const std::string root = Num(uint64_t(x.peer < 0 ? 0 : x.peer));
     switch (x.coll_op) {
       case kBarrier:
         out_->push_back("barrier");
         return;
       case kBcast:
-        out_->push_back("bcast " + Num(std::max(x.bytes, x.bytes_recv)) + " " + root);
+        out_->push_back("bcast " + Num(either) + " " + root);
         return;
       case kReduce:
-        out_->push_back("reduce " + Num(x.bytes) + " 0 " + root);
+        out_->push_back("reduce " + Num(either) + " 0 " + root);
         return;
       case kAllreduce:
-        out_->push_back("allreduce " + Num(x.bytes) + " 0");
+        out_->push_back("allreduce " + Num(either) + " 0");
         return;
       case kAlltoall:
-        out_->push_back("alltoall " + Num(x.bytes / n) + " " + Num(x.bytes_recv / n));
+        out_->push_back("alltoall " + Num(either / n) + " " + Num(either / n));
         return;
       case kAllgather:
-        out_->push_back("allgather " + Num(x.bytes) + " " + Num(x.bytes_recv / n));
+        out_->push_back("allgather " + Num(x.bytes_recv / n) + " " + Num(x.bytes_recv / n));
         return;
       case kGather: {
-        // The root also receives from itself: its contribution is what it sent.
-        uint64_t each = x.peer == rank_ ? x.bytes : x.bytes;
+        const uint64_t each = is_root ? x.bytes_recv / n : x.bytes;
         out_->push_back("gather " + Num(each) + " " + Num(each) + " " + root);
         return;
       }
       case kScatter: {
-        uint64_t each = x.bytes_recv;
+        const uint64_t each = is_root ? x.bytes / n : x.bytes_recv;
         out_->push_back("scatter " + Num(each) + " " + Num(each) + " " + root);
         return;
       }

@@ -33,6 +33,8 @@ def main():
     ap = argparse.ArgumentParser()
     for o in ('--invmw', '--preload', '--program', '--tables', '--work'):
         ap.add_argument(o, required=True)
+    ap.add_argument('--collectives', help='ctest/e2e/c_collectives: replayed without error')
+    ap.add_argument('--nonblocking', help='ctest/e2e/c_nonblocking: replayed without error')
     a = ap.parse_args()
     if os.path.exists(a.work):
         shutil.rmtree(a.work)
@@ -121,6 +123,30 @@ def main():
              '--tables', a.tables], env=nopath, expect_rc=1)
     if 'smpirun' not in p.stderr or 'libsimgrid-dev' not in p.stderr:
         fail('no smpirun: ' + p.stderr)
+    # Collectives with MPI_IN_PLACE and root-only sides (per-rank byte counts differ; SimGrid
+    # aborts with MPI_ERR_TRUNCATE when counts disagree), and nonblocking point-to-point.
+    for prog, must_list, must_not_list in (
+            (a.collectives, ['MPI_Scan', 'MPI_Ibarrier', 'MPI_Gatherv'],
+             ['MPI_Reduce', 'MPI_Allreduce', 'MPI_Gather', 'MPI_Scatter', 'MPI_Allgather',
+              'MPI_Alltoall', 'MPI_Bcast', 'MPI_Barrier']),
+            (a.nonblocking, [], ['MPI_Isend', 'MPI_Irecv', 'MPI_Wait', 'MPI_Waitall'])):
+        if not prog:
+            continue
+        d = os.path.join(a.work, os.path.basename(prog))
+        run([a.invmw, 'run', '--trace', '--lib', a.preload, '--out', d, '--',
+             'mpirun', '-np', '2', prog], env=env)
+        p = run([a.invmw, 'predict', '--replay', d, '--platform', 'fast-cops',
+                 '--tables', a.tables, '--json'], env=env)
+        pl = json.loads(p.stdout)['platforms'][0]
+        if not pl['predicted_wall_s'] > 0:
+            fail(f'{prog}: predicted {pl["predicted_wall_s"]}')
+        listed = {u['function'].split(' ')[0] for u in pl['unexpressed']}
+        for f in must_list:
+            if f not in listed:
+                fail(f'{prog}: {f} not listed as unexpressed: {sorted(listed)}')
+        for f in must_not_list:
+            if f in listed:
+                fail(f'{prog}: {f} listed as unexpressed: {pl["unexpressed"]}')
     print('ok: predicted', [pl['predicted_wall_s'] for pl in out['platforms']],
           'communication', comm)
 
