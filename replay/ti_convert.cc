@@ -316,6 +316,29 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
     c.events += loc.events.size();
     RankConverter(trace, r, c.ranks, speed, &unexpressed)
         .Run(loc.events, &c.actions[r], &c.flops[r]);
+    // MPI calls of the rank's other threads have no place in a one-actor-per-rank replay:
+    // listed, not dropped.
+    const auto& locs = trace.locations_of_rank.at(r);
+    for (size_t k = 1; k < locs.size(); ++k) {
+      const auto& ev = trace.locations[locs[k]].events;
+      c.events += ev.size();
+      int depth = 0;
+      size_t begin = 0;
+      for (size_t i = 0; i < ev.size(); ++i) {
+        const TraceEvent& e = ev[i];
+        if (e.region >= trace.regions.size() ||
+            trace.regions[e.region].name.compare(0, 4, "MPI_") != 0)
+          continue;
+        if (e.type == TraceEvent::kEnter && depth++ == 0) begin = i;
+        if (e.type == TraceEvent::kLeave && depth > 0 && --depth == 0) {
+          const std::string what = trace.regions[e.region].name + " (not the rank's first thread)";
+          Unexpressed& u = unexpressed[what];
+          u.function = what;
+          u.calls += ev[begin].calls;
+          u.time_s += e.time - ev[begin].time;
+        }
+      }
+    }
   }
   for (auto& [name, u] : unexpressed) {
     u.share = c.measured_wall_s > 0 ? u.time_s / (c.ranks * c.measured_wall_s) : 0;

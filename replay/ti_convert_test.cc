@@ -139,6 +139,26 @@ TEST(TiConvert, ActionsOfTwoRanks) {
   EXPECT_DOUBLE_EQ(c.measured_wall_s, 2.5);
 }
 
+TEST(TiConvert, OtherThreadsAreListed) {
+  Builder b(1);
+  b.t.locations.resize(2);
+  b.t.locations[1].rank = 0;
+  b.t.locations_of_rank[0] = {0, 1};
+  b.Enter(0, "MPI_Init", 0);
+  b.Leave(0, "MPI_Init", 1);
+  b.Enter(0, "MPI_Finalize", 3);
+  b.Leave(0, "MPI_Finalize", 3);
+  b.Enter(1, "MPI_Send", 1.5);
+  b.P2p(1, TraceEvent::kMpiSend, 1.5, 0, 1, 8);
+  b.Leave(1, "MPI_Send", 2.0);
+  Conversion c = ConvertTrace(b.t, {});
+  EXPECT_EQ(c.actions[0], (std::vector<std::string>{"init", "compute 2", "finalize"}));
+  ASSERT_EQ(c.unexpressed.size(), 1u);
+  EXPECT_EQ(c.unexpressed[0].function, "MPI_Send (not the rank's first thread)");
+  EXPECT_DOUBLE_EQ(c.unexpressed[0].time_s, 0.5);
+  EXPECT_DOUBLE_EQ(c.unexpressed[0].share, 0.25);
+}
+
 TEST(TiConvert, MissingRankIsAnError) {
   Builder b(2);
   b.Enter(0, "MPI_Init", 0);
