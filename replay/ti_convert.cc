@@ -193,11 +193,11 @@ class RankConverter {
           Collective(name, x, &problem);
           break;
         case TraceEvent::kNonBlockingCollectiveRequest:
-          problem = name;
-          break;
+          break;  // the collective is replayed where it completes
         case TraceEvent::kNonBlockingCollectiveComplete:
-          // Its start was listed; the time spent completing it is listed too.
-          problem = name + " (completing a nonblocking collective)";
+          // Replay has no ibarrier/ibcast/...: the blocking form at the call that completes
+          // it (the overlap with the computation in between is not replayed).
+          Collective(name + " (completing a nonblocking collective)", x, &problem);
           break;
         default:
           break;

@@ -139,6 +139,28 @@ TEST(TiConvert, ActionsOfTwoRanks) {
   EXPECT_DOUBLE_EQ(c.measured_wall_s, 2.5);
 }
 
+TEST(TiConvert, NonblockingCollectiveAtItsCompletion) {
+  Builder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.Enter(r, "MPI_Init", 0);
+    b.Leave(r, "MPI_Init", 1);
+    b.Enter(r, "MPI_Ibcast", 1);
+    b.Add(r, TraceEvent::kNonBlockingCollectiveRequest, 1).request = 5;
+    b.Leave(r, "MPI_Ibcast", 1);
+    b.Enter(r, "MPI_Wait", 2);
+    TraceEvent& e = b.Add(r, TraceEvent::kNonBlockingCollectiveComplete, 2);
+    e.coll_op = 1, e.comm = 0, e.peer = 0, e.bytes = r == 0 ? 64 : 0, e.bytes_recv = 64;
+    b.Leave(r, "MPI_Wait", 2);
+    b.Enter(r, "MPI_Finalize", 2);
+    b.Leave(r, "MPI_Finalize", 2);
+  }
+  Conversion c = ConvertTrace(b.t, {});
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(c.actions[r],
+              (std::vector<std::string>{"init", "compute 1", "bcast 64 0", "finalize"}));
+  EXPECT_TRUE(c.unexpressed.empty());
+}
+
 TEST(TiConvert, OtherThreadsAreListed) {
   Builder b(1);
   b.t.locations.resize(2);
