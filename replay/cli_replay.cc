@@ -138,7 +138,7 @@ int RunPredictReplay(int argc, char** argv) {
         wd.ranks = conv.ranks;
       }
       const std::string index = WriteTiTraces(conv, dir);
-      ReplayResult rr = RunReplay(plat, conv.ranks, index, dir, smpirun);
+      ReplayResult rr = RunReplay(plat, conv.ranks, nodes, index, dir, smpirun);
 
       nlohmann::json pj;
       pj["table"] = table.name;

@@ -29,7 +29,8 @@ struct ReplayResult {
 // Runs `smpirun` (argv exec, searched on PATH unless it contains '/') in `work_dir` (which
 // must exist; the platform, hostfile and Paje trace are written there) for `ranks` ranks.
 // Throws std::runtime_error with the command and SimGrid's last output lines on failure.
-ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks,
+// Ranks go round-robin over the first `hosts` hosts (0: all of the platform's).
+ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int hosts,
                        const std::string& index_file, const std::string& work_dir,
                        const std::string& smpirun = "smpirun");
 

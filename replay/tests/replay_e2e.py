@@ -89,6 +89,15 @@ def main():
     if not out['platforms'][1]['predicted_wall_s'] > out['platforms'][0]['predicted_wall_s']:
         fail('the slower network does not predict a longer run')
 
+    # --nodes 1: both ranks on one single-core host share its CPU and talk through SimGrid's
+    # loopback instead of the table's link: a different prediction (it was ignored before).
+    p = run([a.invmw, 'predict', '--replay', rundir, '--reference', 'fast-cops', '--nodes', '1',
+             '--platform', 'fast-cops', '--tables', a.tables, '--json'], env=env)
+    one = json.loads(p.stdout)['platforms'][0]
+    two = out['platforms'][0]
+    if not one['predicted_wall_s'] > 0 or one['predicted_wall_s'] == two['predicted_wall_s']:
+        fail(f'--nodes 1: predicted {one["predicted_wall_s"]}, 2 nodes {two["predicted_wall_s"]}')
+
     # Text output names the platforms and the unexpressed calls.
     p = run([a.invmw, 'predict', '--platform', 'fast-cops', '--replay', rundir,
              '--tables', a.tables], env=env)
