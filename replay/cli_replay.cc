@@ -67,7 +67,8 @@ int RunPredictReplay(int argc, char** argv) {
       .Option("--nodes", "N", &nodes_text, "hosts of the simulated cluster (default: ranks)")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
       .Option("--keep", "DIR", &keep,
-              "keep the TI traces, platform, hostfile and Paje trace in DIR/TABLE/ (created)")
+              "keep the TI traces, platform, hostfile and Paje trace in DIR/TABLE/ (created; must "
+              "be new or empty)")
       .Option("--smpirun", "PROG", &smpirun, "SimGrid's smpirun (default: from PATH)")
       .Flag("--json", &json, "machine-readable output")
       .Epilog(
@@ -128,6 +129,10 @@ int RunPredictReplay(int argc, char** argv) {
       if (!keep.empty()) {
         dir = (fs::path(keep) / table.name).string();
         std::error_code ec;
+        // Never overwrite what an earlier run (or the user) put there.
+        if (fs::exists(dir, ec) && !fs::is_empty(dir, ec))
+          throw std::runtime_error("--keep: " + dir +
+                                   " exists and is not empty; name a new directory");
         fs::create_directories(dir, ec);
         if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
       } else {

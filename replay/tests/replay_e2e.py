@@ -104,6 +104,23 @@ def main():
     if 'platform fast-cops: predicted' not in p.stdout or 'MPI_Probe' not in p.stdout:
         fail('text output: ' + p.stdout)
 
+    # --keep writes the TI traces and refuses to overwrite them.
+    keep = os.path.join(a.work, 'keep')
+    run([a.invmw, 'predict', '--replay', rundir, '--platform', 'fast-cops', '--keep', keep,
+         '--tables', a.tables], env=env)
+    with open(os.path.join(keep, 'fast-cops', 'rank-1.txt')) as f:
+        lines = f.read().splitlines()
+    if lines[0] != '1 init' or lines[-1] != '1 finalize' or not any(
+            l.startswith('1 recv 0 ') for l in lines):
+        fail('--keep rank-1.txt: ' + ' | '.join(lines[:8]))
+    with open(os.path.join(keep, 'fast-cops', 'index.txt')) as f:
+        if len(f.read().splitlines()) != 2:
+            fail('--keep index.txt does not list 2 files')
+    p = run([a.invmw, 'predict', '--replay', rundir, '--platform', 'fast-cops', '--keep', keep,
+             '--tables', a.tables], env=env, expect_rc=1)
+    if 'not empty' not in p.stderr:
+        fail('--keep twice: ' + p.stderr)
+
     # Bad input: no trace.
     p = run([a.invmw, 'predict', '--replay', a.work, '--platform', 'fast-cops',
              '--tables', a.tables], env=env, expect_rc=1)
