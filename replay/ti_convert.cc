@@ -23,8 +23,10 @@ enum : uint32_t {
   kBarrier = 0,
   kBcast = 1,
   kGather = 2,
+  kGatherv = 3,
   kScatter = 4,
   kAllgather = 6,
+  kAllgatherv = 7,
   kAlltoall = 8,
   kAllreduce = 11,
   kReduce = 12,
@@ -56,11 +58,26 @@ struct Pending {  // an irecv posted, filled in from its completion
   bool completed = false;
 };
 
+// Per rank, its Gatherv / Allgatherv instances on MPI_COMM_WORLD in order: the v-actions need
+// every rank's count, which only that rank's own events carry.
+using VCollectives = std::vector<std::vector<const TraceEvent*>>;
+
+bool IsVCollective(const TraceEvent& e) {
+  return (e.type == TraceEvent::kMpiCollectiveEnd ||
+          e.type == TraceEvent::kNonBlockingCollectiveComplete) &&
+         (e.coll_op == kGatherv || e.coll_op == kAllgatherv);
+}
+
 class RankConverter {
  public:
   RankConverter(const otf2::Trace& t, int rank, int ranks, double speed,
-                std::map<std::string, Unexpressed>* unexpressed)
-      : t_(t), rank_(rank), ranks_(ranks), speed_(speed), unexpressed_(unexpressed) {}
+                std::map<std::string, Unexpressed>* unexpressed, const VCollectives* vcoll)
+      : t_(t),
+        rank_(rank),
+        ranks_(ranks),
+        speed_(speed),
+        unexpressed_(unexpressed),
+        vcoll_(vcoll) {}
 
   void Run(const std::vector<TraceEvent>& ev, std::vector<std::string>* out, double* flops) {
     out_ = out;
@@ -261,9 +278,52 @@ class RankConverter {
         out_->push_back("scatter " + Num(each) + " " + Num(each) + " " + root);
         return;
       }
+      case kGatherv:
+      case kAllgatherv:
+        VCollective(name, x, problem);
+        return;
       default:
         *problem = name;
     }
+  }
+
+  // gatherv SEND C0 .. CN-1 ROOT / allgatherv SEND C0 .. CN-1: Ci is what rank i sent in the
+  // same (k-th) instance; an MPI_IN_PLACE rank (sent 0) contributed its received total minus
+  // the others' (gatherv: the root). Instances that do not line up across ranks are listed.
+  void VCollective(const std::string& name, const TraceEvent& x, std::string* problem) {
+    const size_t k = vk_++;
+    std::vector<const TraceEvent*> inst;
+    for (int i = 0; i < ranks_; ++i) {
+      const auto& v = (*vcoll_)[i];
+      if (k >= v.size() || v[k]->coll_op != x.coll_op || v[k]->peer != x.peer) {
+        *problem = name + " (instances differ across ranks)";
+        return;
+      }
+      inst.push_back(v[k]);
+    }
+    std::vector<uint64_t> counts(ranks_);
+    uint64_t others = 0;
+    int in_place = -1;
+    for (int i = 0; i < ranks_; ++i) {
+      counts[i] = inst[i]->bytes;
+      if (counts[i] == 0 && in_place < 0 && inst[i]->bytes_recv > 0)
+        in_place = i;
+      else
+        others += counts[i];
+    }
+    if (in_place >= 0) {
+      const uint64_t total = inst[in_place]->bytes_recv;
+      if (total < others) {
+        *problem = name + " (counts not recoverable)";
+        return;
+      }
+      counts[in_place] = total - others;
+    }
+    std::string line = x.coll_op == kGatherv ? "gatherv " : "allgatherv ";
+    line += Num(counts[rank_]);
+    for (uint64_t c : counts) line += " " + Num(c);
+    if (x.coll_op == kGatherv) line += " " + Num(uint64_t(x.peer < 0 ? 0 : x.peer));
+    out_->push_back(line);
   }
 
   const otf2::Trace& t_;
@@ -273,6 +333,8 @@ class RankConverter {
   std::vector<std::string>* out_ = nullptr;
   std::vector<Pending> posts_;
   std::unordered_map<uint64_t, Pending> isends_;
+  const VCollectives* vcoll_;
+  size_t vk_ = 0;
 };
 
 }  // namespace
@@ -307,6 +369,10 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
   std::map<std::string, Unexpressed> unexpressed;
   c.actions.resize(c.ranks);
   c.flops.assign(c.ranks, 0);
+  VCollectives vcoll(c.ranks);
+  for (int r = 0; r < c.ranks; ++r)
+    for (const auto& e : trace.locations[trace.locations_of_rank.at(r).front()].events)
+      if (IsVCollective(e) && IsWorld(trace, e.comm, c.ranks)) vcoll[r].push_back(&e);
   for (int r = 0; r < c.ranks; ++r) {
     // The rank's first location is its main thread, the one that calls MPI (MPI_THREAD_FUNNELED
     // and below); other threads' calls are not replayed.
@@ -314,7 +380,7 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
     if (loc.events.empty())
       throw std::runtime_error(trace.path + ": rank " + std::to_string(r) + " has no events");
     c.events += loc.events.size();
-    RankConverter(trace, r, c.ranks, speed, &unexpressed)
+    RankConverter(trace, r, c.ranks, speed, &unexpressed, &vcoll)
         .Run(loc.events, &c.actions[r], &c.flops[r]);
     // MPI calls of the rank's other threads have no place in a one-actor-per-rank replay:
     // listed, not dropped.

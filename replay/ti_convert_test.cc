@@ -161,6 +161,39 @@ TEST(TiConvert, NonblockingCollectiveAtItsCompletion) {
   EXPECT_TRUE(c.unexpressed.empty());
 }
 
+TEST(TiConvert, GathervCountsFromEveryRank) {
+  Builder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.Enter(r, "MPI_Init", 0);
+    b.Leave(r, "MPI_Init", 1);
+    // Gatherv to root 1, which gives MPI_IN_PLACE: ranks send 4, (in place 8), 12 bytes.
+    b.Enter(r, "MPI_Gatherv", 1);
+    b.Coll(r, 3, 0, 1, r == 1 ? 0 : 4 * (r + 1), r == 1 ? 24 : 0, 1);
+    b.Leave(r, "MPI_Gatherv", 1);
+    // Allgatherv: rank r contributes r + 1 bytes.
+    b.Enter(r, "MPI_Allgatherv", 1);
+    b.Coll(r, 7, 0, 1, r + 1, 6, -1);
+    b.Leave(r, "MPI_Allgatherv", 1);
+    // A Gatherv only rank 0 has (a broken trace): listed, not guessed.
+    if (r == 0) {
+      b.Enter(r, "MPI_Gatherv", 1);
+      b.Coll(r, 3, 0, 1, 4, 0, 2);
+      b.Leave(r, "MPI_Gatherv", 2);
+    }
+    b.Enter(r, "MPI_Finalize", 2);
+    b.Leave(r, "MPI_Finalize", 2);
+  }
+  Conversion c = ConvertTrace(b.t, {});
+  EXPECT_EQ(c.actions[0], (std::vector<std::string>{"init", "gatherv 4 4 8 12 1",
+                                                    "allgatherv 1 1 2 3", "finalize"}));
+  EXPECT_EQ(c.actions[1],
+            (std::vector<std::string>{"init", "gatherv 8 4 8 12 1", "allgatherv 2 1 2 3",
+                                      "compute 1", "finalize"}));
+  EXPECT_EQ(c.actions[2][2], "allgatherv 3 1 2 3");
+  ASSERT_EQ(c.unexpressed.size(), 1u);
+  EXPECT_EQ(c.unexpressed[0].function, "MPI_Gatherv (instances differ across ranks)");
+}
+
 TEST(TiConvert, OtherThreadsAreListed) {
   Builder b(1);
   b.t.locations.resize(2);

@@ -152,8 +152,9 @@ def main():
     # Collectives with MPI_IN_PLACE and root-only sides (per-rank byte counts differ; SimGrid
     # aborts with MPI_ERR_TRUNCATE when counts disagree), and nonblocking point-to-point.
     for prog, must_list, must_not_list in (
-            (a.collectives, ['MPI_Scan', 'MPI_Gatherv'],
+            (a.collectives, ['MPI_Scan', 'MPI_Scatterv', 'MPI_Alltoallv'],
              ['MPI_Reduce', 'MPI_Allreduce', 'MPI_Gather', 'MPI_Scatter', 'MPI_Allgather',
+              'MPI_Gatherv', 'MPI_Allgatherv',
               'MPI_Alltoall', 'MPI_Bcast', 'MPI_Barrier', 'MPI_Ibarrier', 'MPI_Ibcast',
               'MPI_Iallreduce', 'MPI_Igather', 'MPI_Wait', 'MPI_Waitall']),
             (a.nonblocking, [], ['MPI_Isend', 'MPI_Irecv', 'MPI_Wait', 'MPI_Waitall'])):
