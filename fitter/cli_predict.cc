@@ -2,6 +2,7 @@
 // side by side, with the transfer rule applied when a calibrated reference table is given.
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
@@ -16,6 +17,14 @@ using invmw::cli::Args;
 using invmw::cli::Fail;
 
 int RunPredict(int argc, char** argv) {
+  // `--replay RUN_DIR` replaces --model/--set/--sweep: the trace replay lives in replay/ (it
+  // reads traces, which fitter/ may not) and registers itself as the verb "predict --replay".
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--replay" || std::string(argv[i]).rfind("--replay=", 0) == 0) {
+      for (const auto& v : invmw::cli::Verbs())
+        if (std::string(v.name) == "predict --replay") return v.run(argc, argv);
+      return Fail("predict: --replay is not available in this build (replay/ not linked)");
+    }
   bool done = false, json = false;
   std::string model_name, sweep_text, reference, tables_dir;
   std::vector<std::string> platforms, sets;
@@ -24,7 +33,9 @@ int RunPredict(int argc, char** argv) {
       "Predicts the time, its components and the speedup (relative to the first sweep\n"
       "point) for every platform. With --reference, the target tables give a1, b1, b5\n"
       "(transfer = \"table\") and the reference's calibrated compute parameters are scaled\n"
-      "by kernel-time or compute-rate ratios; the output says where every value came from.");
+      "by kernel-time or compute-rate ratios; the output says where every value came from.\n"
+      "--replay RUN_DIR replaces --model/--set/--sweep: the run's trace is replayed by\n"
+      "SimGrid on every platform (`invmw predict --replay RUN_DIR --help`).");
   args.Option("--model", "MODEL", &model_name, "built-in model name or file")
       .Repeated("--platform", "P", &platforms, "platform table name or file")
       .Repeated("--set", "F=V", &sets, "application factor value")

@@ -1,0 +1,448 @@
+// Conversion of a Trace to SimGrid TI actions; the rules are in ti_convert.h and
+// docs/fitter.md "Trace replay".
+#include "replay/ti_convert.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace invmw::replay {
+namespace {
+
+using otf2::TraceEvent;
+
+// OTF2_CollectiveOp values (OTF2_Events.h); kept here so that this part needs no OTF2 header.
+enum : uint32_t {
+  kBarrier = 0,
+  kBcast = 1,
+  kGather = 2,
+  kGatherv = 3,
+  kScatter = 4,
+  kAllgather = 6,
+  kAllgatherv = 7,
+  kAlltoall = 8,
+  kAllreduce = 11,
+  kReduce = 12,
+};
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+std::string Num(uint64_t v) {
+  return std::to_string(v);
+}
+
+bool IsWorld(const otf2::Trace& t, uint32_t comm, int ranks) {
+  auto it = t.comms.find(comm);
+  if (it == t.comms.end()) return false;
+  const auto& m = it->second.members;
+  if (static_cast<int>(m.size()) != ranks) return false;
+  for (int i = 0; i < ranks; ++i)
+    if (m[i] != i) return false;
+  return true;
+}
+
+struct Pending {  // an irecv posted, filled in from its completion
+  int32_t peer = -1;
+  uint32_t tag = 0;
+  uint64_t bytes = 0;
+  bool completed = false;
+};
+
+// Per rank, its Gatherv / Allgatherv instances on MPI_COMM_WORLD in order: the v-actions need
+// every rank's count, which only that rank's own events carry.
+using VCollectives = std::vector<std::vector<const TraceEvent*>>;
+
+bool IsVCollective(const TraceEvent& e) {
+  return (e.type == TraceEvent::kMpiCollectiveEnd ||
+          e.type == TraceEvent::kNonBlockingCollectiveComplete) &&
+         (e.coll_op == kGatherv || e.coll_op == kAllgatherv);
+}
+
+class RankConverter {
+ public:
+  RankConverter(const otf2::Trace& t, int rank, int ranks, double speed,
+                std::map<std::string, Unexpressed>* unexpressed, const VCollectives* vcoll)
+      : t_(t),
+        rank_(rank),
+        ranks_(ranks),
+        speed_(speed),
+        unexpressed_(unexpressed),
+        vcoll_(vcoll) {}
+
+  void Run(const std::vector<TraceEvent>& ev, std::vector<std::string>* out, double* flops) {
+    out_ = out;
+    // Irecv sizes and sources are known only at completion; SimGrid wants them at the post.
+    std::unordered_map<uint64_t, size_t> open;  // request -> index into posts
+    std::vector<size_t> post_of(ev.size(), SIZE_MAX);
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const TraceEvent& e = ev[i];
+      if (e.type == TraceEvent::kMpiIrecvRequest) {
+        open[e.request] = posts_.size();
+        post_of[i] = posts_.size();
+        posts_.push_back({});
+      } else if (e.type == TraceEvent::kMpiIrecv) {
+        auto it = open.find(e.request);
+        if (it == open.end()) continue;
+        Pending& p = posts_[it->second];
+        p.peer = e.peer;
+        p.tag = e.tag;
+        p.bytes = e.bytes;
+        p.completed = true;
+        open.erase(it);
+      } else if (e.type == TraceEvent::kMpiRequestCancelled) {
+        open.erase(e.request);
+      }
+    }
+
+    out->push_back("init");
+    double burst_start = -1;  // end of the last MPI call (the first: none yet)
+    int depth = 0;
+    size_t call_begin = 0;
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const TraceEvent& e = ev[i];
+      if (e.type == TraceEvent::kEnter && IsMpi(e.region)) {
+        if (depth++ == 0) {
+          if (burst_start >= 0 && e.time > burst_start) Compute(e.time - burst_start, flops);
+          call_begin = i;
+        }
+      } else if (e.type == TraceEvent::kLeave && IsMpi(e.region) && depth > 0) {
+        if (--depth == 0) {
+          Call(ev, call_begin, i, post_of);
+          burst_start = e.time;
+        }
+      }
+    }
+    out->push_back("finalize");
+  }
+
+ private:
+  bool IsMpi(uint32_t region) const {
+    return region < t_.regions.size() && t_.regions[region].name.compare(0, 4, "MPI_") == 0;
+  }
+
+  void Compute(double seconds, double* flops) {
+    double f = seconds * speed_;
+    if (!(f > 0)) return;
+    *flops += f;
+    out_->push_back("compute " + Num(f));
+  }
+
+  void Unexpress(const std::string& what, const TraceEvent& enter, double time) {
+    Unexpressed& u = (*unexpressed_)[what];
+    u.function = what;
+    u.calls += enter.calls;
+    u.time_s += time;
+  }
+
+  // One MPI call, events [b, e] (Enter .. Leave).
+  void Call(const std::vector<TraceEvent>& ev, size_t b, size_t e,
+            const std::vector<size_t>& post_of) {
+    const std::string& name = t_.regions[ev[b].region].name;
+    const double time = ev[e].time - ev[b].time;
+    // Sendrecv: a blocking send before the receive deadlocks when both partners send large
+    // messages first; MPI gives the pair concurrency, so isend + recv + wait.
+    const bool sendrecv = name.compare(0, 12, "MPI_Sendrecv") == 0;
+    std::vector<std::string> waits_after;
+    std::string problem;
+    const size_t before = out_->size();
+    for (size_t i = b + 1; i < e; ++i) {
+      const TraceEvent& x = ev[i];
+      const std::string me = std::to_string(rank_);
+      switch (x.type) {
+        case TraceEvent::kMpiSend:
+          if (sendrecv) {
+            out_->push_back("isend " + Num(uint64_t(x.peer)) + " " + Num(uint64_t(x.tag)) + " " +
+                            Num(x.bytes));
+            waits_after.push_back("wait " + me + " " + Num(uint64_t(x.peer)) + " " +
+                                  Num(uint64_t(x.tag)));
+          } else {
+            out_->push_back("send " + Num(uint64_t(x.peer)) + " " + Num(uint64_t(x.tag)) + " " +
+                            Num(x.bytes));
+          }
+          break;
+        case TraceEvent::kMpiIsend:
+          out_->push_back("isend " + Num(uint64_t(x.peer)) + " " + Num(uint64_t(x.tag)) + " " +
+                          Num(x.bytes));
+          isends_[x.request] = {x.peer, x.tag, x.bytes, false};
+          break;
+        case TraceEvent::kMpiIsendComplete: {
+          auto it = isends_.find(x.request);
+          if (it == isends_.end()) break;  // started before the trace: nothing to wait for
+          out_->push_back("wait " + me + " " + Num(uint64_t(it->second.peer)) + " " +
+                          Num(uint64_t(it->second.tag)));
+          isends_.erase(it);
+          break;
+        }
+        case TraceEvent::kMpiIrecvRequest: {
+          const Pending& p = posts_[post_of[i]];
+          if (!p.completed) {
+            problem = name + " (receive never completed)";
+            break;
+          }
+          out_->push_back("irecv " + Num(uint64_t(p.peer)) + " " + Num(uint64_t(p.tag)) + " " +
+                          Num(p.bytes));
+          break;
+        }
+        case TraceEvent::kMpiIrecv:
+          if (x.peer >= 0)
+            out_->push_back("wait " + Num(uint64_t(x.peer)) + " " + me + " " +
+                            Num(uint64_t(x.tag)));
+          break;
+        case TraceEvent::kMpiRecv:
+          if (x.peer < 0) {
+            problem = name + " (no source)";
+            break;
+          }
+          out_->push_back("recv " + Num(uint64_t(x.peer)) + " " + Num(uint64_t(x.tag)) + " " +
+                          Num(x.bytes));
+          break;
+        case TraceEvent::kMpiCollectiveEnd:
+          Collective(name, x, &problem);
+          break;
+        case TraceEvent::kNonBlockingCollectiveRequest:
+          break;  // the collective is replayed where it completes
+        case TraceEvent::kNonBlockingCollectiveComplete:
+          // Replay has no ibarrier/ibcast/...: the blocking form at the call that completes
+          // it (the overlap with the computation in between is not replayed).
+          Collective(name + " (completing a nonblocking collective)", x, &problem);
+          break;
+        default:
+          break;
+      }
+    }
+    for (auto& w : waits_after) out_->push_back(std::move(w));
+    if (!problem.empty()) {
+      // The call's expressible part stays (its partners expect it); the rest is listed.
+      Unexpress(problem, ev[b], time);
+    } else if (out_->size() == before && Blocking(name)) {
+      // A blocking call that left no event (a probe, a wait on a null request) is timed in
+      // the trace but has no action: listed so that its time is not silently lost.
+      Unexpress(name, ev[b], time);
+    }
+  }
+
+  // Calls that may block for other ranks; local calls (Comm_rank, Wtime, Test, Iprobe ...)
+  // without events take no time worth listing.
+  static bool Blocking(const std::string& name) {
+    return name == "MPI_Probe" || name == "MPI_Mprobe";
+  }
+
+  void Collective(const std::string& name, const TraceEvent& x, std::string* problem) {
+    if (!IsWorld(t_, x.comm, ranks_)) {
+      *problem = name + " (not on MPI_COMM_WORLD)";
+      return;
+    }
+    // SimGrid's collectives need the same count on every rank; the trace has each rank's bytes
+    // sent and received (MPI_IN_PLACE sides 0, root-only sides only at the root), so the count
+    // is read from the side every rank has.
+    const uint64_t n = static_cast<uint64_t>(ranks_);
+    const bool is_root = x.peer == rank_;
+    const uint64_t either = std::max(x.bytes, x.bytes_recv);
+    const std::string root = Num(uint64_t(x.peer < 0 ? 0 : x.peer));
+    switch (x.coll_op) {
+      case kBarrier:
+        out_->push_back("barrier");
+        return;
+      case kBcast:
+        out_->push_back("bcast " + Num(either) + " " + root);
+        return;
+      case kReduce:
+        out_->push_back("reduce " + Num(either) + " 0 " + root);
+        return;
+      case kAllreduce:
+        out_->push_back("allreduce " + Num(either) + " 0");
+        return;
+      case kAlltoall:
+        out_->push_back("alltoall " + Num(either / n) + " " + Num(either / n));
+        return;
+      case kAllgather:
+        out_->push_back("allgather " + Num(x.bytes_recv / n) + " " + Num(x.bytes_recv / n));
+        return;
+      case kGather: {
+        const uint64_t each = is_root ? x.bytes_recv / n : x.bytes;
+        out_->push_back("gather " + Num(each) + " " + Num(each) + " " + root);
+        return;
+      }
+      case kScatter: {
+        const uint64_t each = is_root ? x.bytes / n : x.bytes_recv;
+        out_->push_back("scatter " + Num(each) + " " + Num(each) + " " + root);
+        return;
+      }
+      case kGatherv:
+      case kAllgatherv:
+        VCollective(name, x, problem);
+        return;
+      default:
+        *problem = name;
+    }
+  }
+
+  // gatherv SEND C0 .. CN-1 ROOT / allgatherv SEND C0 .. CN-1: Ci is what rank i sent in the
+  // same (k-th) instance; an MPI_IN_PLACE rank (sent 0) contributed its received total minus
+  // the others' (gatherv: the root). Instances that do not line up across ranks are listed.
+  void VCollective(const std::string& name, const TraceEvent& x, std::string* problem) {
+    const size_t k = vk_++;
+    std::vector<const TraceEvent*> inst;
+    for (int i = 0; i < ranks_; ++i) {
+      const auto& v = (*vcoll_)[i];
+      if (k >= v.size() || v[k]->coll_op != x.coll_op || v[k]->peer != x.peer) {
+        *problem = name + " (instances differ across ranks)";
+        return;
+      }
+      inst.push_back(v[k]);
+    }
+    std::vector<uint64_t> counts(ranks_);
+    uint64_t others = 0;
+    int in_place = -1;
+    for (int i = 0; i < ranks_; ++i) {
+      counts[i] = inst[i]->bytes;
+      if (counts[i] == 0 && in_place < 0 && inst[i]->bytes_recv > 0)
+        in_place = i;
+      else
+        others += counts[i];
+    }
+    if (in_place >= 0) {
+      const uint64_t total = inst[in_place]->bytes_recv;
+      if (total < others) {
+        *problem = name + " (counts not recoverable)";
+        return;
+      }
+      counts[in_place] = total - others;
+    }
+    std::string line = x.coll_op == kGatherv ? "gatherv " : "allgatherv ";
+    line += Num(counts[rank_]);
+    for (uint64_t c : counts) line += " " + Num(c);
+    if (x.coll_op == kGatherv) line += " " + Num(uint64_t(x.peer < 0 ? 0 : x.peer));
+    out_->push_back(line);
+  }
+
+  const otf2::Trace& t_;
+  int rank_, ranks_;
+  double speed_;
+  std::map<std::string, Unexpressed>* unexpressed_;
+  std::vector<std::string>* out_ = nullptr;
+  std::vector<Pending> posts_;
+  std::unordered_map<uint64_t, Pending> isends_;
+  const VCollectives* vcoll_;
+  size_t vk_ = 0;
+};
+
+}  // namespace
+
+Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options) {
+  Conversion c;
+  if (trace.locations_of_rank.empty())
+    throw std::runtime_error(trace.path + ": the trace has no ranks");
+  c.ranks = static_cast<int>(trace.locations_of_rank.size());
+  for (int r = 0; r < c.ranks; ++r)
+    if (!trace.locations_of_rank.count(r))
+      throw std::runtime_error(trace.path + ": rank " + std::to_string(r) +
+                               " is missing (ranks must be 0.." + std::to_string(c.ranks - 1) +
+                               ")");
+  // The replay simulates what lies between MPI_Init and MPI_Finalize: measured alike.
+  double first = INFINITY, last = -INFINITY;
+  for (const auto& [rank, locs] : trace.locations_of_rank) {
+    const auto& ev = trace.locations[locs.front()].events;
+    if (ev.empty()) continue;
+    double start = ev.front().time, end = ev.back().time;
+    for (const auto& e : ev) {
+      if (e.region >= trace.regions.size()) continue;
+      const std::string& n = trace.regions[e.region].name;
+      if (e.type == TraceEvent::kLeave && n.compare(0, 8, "MPI_Init") == 0) start = e.time;
+      if (e.type == TraceEvent::kEnter && n == "MPI_Finalize") end = e.time;
+    }
+    first = std::min(first, start);
+    last = std::max(last, end);
+  }
+  c.measured_wall_s = last > first ? last - first : 0;
+  const double speed = options.measured_speed_flops > 0 ? options.measured_speed_flops : 1;
+  std::map<std::string, Unexpressed> unexpressed;
+  c.actions.resize(c.ranks);
+  c.flops.assign(c.ranks, 0);
+  VCollectives vcoll(c.ranks);
+  for (int r = 0; r < c.ranks; ++r)
+    for (const auto& e : trace.locations[trace.locations_of_rank.at(r).front()].events)
+      if (IsVCollective(e) && IsWorld(trace, e.comm, c.ranks)) vcoll[r].push_back(&e);
+  for (int r = 0; r < c.ranks; ++r) {
+    // The rank's first location is its main thread, the one that calls MPI (MPI_THREAD_FUNNELED
+    // and below); other threads' calls are not replayed.
+    const auto& loc = trace.locations[trace.locations_of_rank.at(r).front()];
+    if (loc.events.empty())
+      throw std::runtime_error(trace.path + ": rank " + std::to_string(r) + " has no events");
+    c.events += loc.events.size();
+    RankConverter(trace, r, c.ranks, speed, &unexpressed, &vcoll)
+        .Run(loc.events, &c.actions[r], &c.flops[r]);
+    // MPI calls of the rank's other threads have no place in a one-actor-per-rank replay:
+    // listed, not dropped.
+    const auto& locs = trace.locations_of_rank.at(r);
+    for (size_t k = 1; k < locs.size(); ++k) {
+      const auto& ev = trace.locations[locs[k]].events;
+      c.events += ev.size();
+      int depth = 0;
+      size_t begin = 0;
+      for (size_t i = 0; i < ev.size(); ++i) {
+        const TraceEvent& e = ev[i];
+        if (e.region >= trace.regions.size() ||
+            trace.regions[e.region].name.compare(0, 4, "MPI_") != 0)
+          continue;
+        if (e.type == TraceEvent::kEnter && depth++ == 0) begin = i;
+        if (e.type == TraceEvent::kLeave && depth > 0 && --depth == 0) {
+          const std::string what = trace.regions[e.region].name + " (not the rank's first thread)";
+          Unexpressed& u = unexpressed[what];
+          u.function = what;
+          u.calls += ev[begin].calls;
+          u.time_s += e.time - ev[begin].time;
+        }
+      }
+    }
+  }
+  for (auto& [name, u] : unexpressed) {
+    u.share = c.measured_wall_s > 0 ? u.time_s / (c.ranks * c.measured_wall_s) : 0;
+    c.unexpressed.push_back(u);
+  }
+  std::sort(c.unexpressed.begin(), c.unexpressed.end(),
+            [](const Unexpressed& a, const Unexpressed& b) { return a.time_s > b.time_s; });
+  return c;
+}
+
+namespace {
+void WriteFile(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write: " + std::strerror(err));
+  }
+}
+}  // namespace
+
+std::string WriteTiTraces(const Conversion& c, const std::string& dir) {
+  std::string index;
+  for (int r = 0; r < c.ranks; ++r) {
+    std::string text;
+    const std::string prefix = std::to_string(r) + " ";
+    for (const auto& a : c.actions[r]) text += prefix + a + "\n";
+    const std::string name = dir + "/rank-" + std::to_string(r) + ".txt";
+    WriteFile(name, text);
+    index += name + "\n";
+  }
+  const std::string path = dir + "/index.txt";
+  WriteFile(path, index);
+  return path;
+}
+
+}  // namespace invmw::replay
