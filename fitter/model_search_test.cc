@@ -101,6 +101,56 @@ TEST(ModelSearch, TrialDesignFivePercent) {
   EXPECT_LE(r.overfit, 2);
 }
 
+// Whether a selector that knows the true number of terms picks the true terms by training error
+// among every hypothesis of that size with positive coefficients (the search's validity rule) on
+// the trial's noisy data: the ideal the search is measured against.
+bool OracleRecovers(const Truth& t, const DataTable& d, int factors) {
+  std::vector<std::vector<double>> xs;
+  std::vector<double> ys;
+  std::vector<int> group;
+  for (size_t r = 0; r < d.rows.size(); ++r) {
+    xs.push_back(std::vector<double>(d.rows[r].begin(), d.rows[r].begin() + factors));
+    ys.push_back(d.rows[r][factors]);
+    group.push_back(static_cast<int>(r / 5));  // MakeData: 5 consecutive replications
+  }
+  int groups = static_cast<int>(d.rows.size() / 5);
+  std::set<SearchTerm> want(t.terms.begin(), t.terms.end());
+  Errors truth = Score(t.terms, xs, ys, group, groups);
+  for (const auto& h : Alternatives(t, factors)) {
+    if (std::set<SearchTerm>(h.begin(), h.end()) == want) continue;
+    Errors e = Score(h, xs, ys, group, groups);
+    if (e.positive && !(truth.train < e.train)) return false;
+  }
+  return true;
+}
+
+// The shortfall against issue 21's targets is the design's, not the method's: on the one-factor
+// trials (the ones it misses most) the search recovers at least what the oracle does, without
+// knowing the number of terms. bench_model_search_oracle does all 100 trials (docs/fitter.md).
+TEST(ModelSearch, TrialDesignReachesOracleOneFactor) {
+  for (double noise : {0.01, 0.05}) {
+    int oracle = 0, search = 0, search_where_oracle = 0;
+    for (unsigned seed = 1; seed <= 50; ++seed) {
+      Truth t = MakeTruth(seed, 1);
+      DataTable d = MakeData(t, 1, noise, seed);
+      SearchResult s = SearchModel(d, "t", {"p"}, SearchOptions());
+      std::set<SearchTerm> got, want(t.terms.begin(), t.terms.end());
+      for (const auto& term : s.selected.terms)
+        if (!IsConstantTerm(term)) got.insert(term);
+      bool o = OracleRecovers(t, d, 1);
+      oracle += o;
+      search += got == want;
+      search_where_oracle += o && got == want;
+    }
+    std::printf(
+        "noise +-%g%%, one factor: oracle %d of 50, search %d (%d of them where the oracle "
+        "recovers too)\n",
+        100 * noise, oracle, search, search_where_oracle);
+    EXPECT_GE(search, oracle) << "noise " << noise;
+    EXPECT_GE(search_where_oracle, oracle - 1) << "noise " << noise;
+  }
+}
+
 TEST(ModelSearch, WrittenModelLoadsAndRefits) {
   Truth t{{{FactorPower{7, 1}}}, {3, 0.5}};  // 3 + 0.5 * p * log2(p)
   DataTable d = MakeData(t, 1, 0.01, 4);
