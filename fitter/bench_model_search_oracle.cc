@@ -125,6 +125,15 @@ int main() {
           "separable %2d (positive-only %2d), invisible term %2d; search %2d (over-fitted %d)\n",
           cls_name[c], trials[c], n[c].train, n[c].cv, n[c].train_pos, n[c].cv_pos, n[c].separable,
           n[c].separable_pos, n[c].invisible, n[c].search, n[c].search_overfit);
+    for (int c = 0; c < 3; ++c) {
+      std::sort(nearest_of[c].begin(), nearest_of[c].end());
+      std::printf(
+          "  %-22s: noise-free distance (relative RMS) to the nearest positive alternative: "
+          "median %.3g%%, largest %.3g%%; the noise's standard error of a point mean "
+          "%.3g%%\n",
+          cls_name[c], 100 * nearest_of[c][nearest_of[c].size() / 2], 100 * nearest_of[c].back(),
+          100 * noise / std::sqrt(15.0));
+    }
   }
   return 0;
 }

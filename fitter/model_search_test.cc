@@ -82,10 +82,13 @@ TEST(ModelSearch, TrialDesignOnePercent) {
   Rates r = RunTrials(0.01);
   Print(r, "1%");
   // Issue 21 asks for 90 of 100. Measured: 69. Every one-factor function with one term and 46
-  // of 50 two-factor functions are recovered; a one-factor function with two terms has 3
-  // coefficients on 5 levels, and a neighbouring pair of the normal form (p^2 + p^(5/4) against
-  // p^(3/2)*log2(p) + p^(1/2)*log2(p)) fits the same within 1% noise: the design cannot tell
-  // them apart. The floors below guard the measured rates.
+  // of 50 two-factor functions are recovered; of the 31 one-factor functions with two terms
+  // (3 coefficients on 5 levels) only 4. This is the design's limit, not the method's:
+  // bench_model_search_oracle, which knows the true number and shape of the terms and picks by
+  // training error among hypotheses with positive coefficients, recovers 69 of 100 on the same
+  // data (4 of those 31), and every one of the 31 has a neighbouring pair of the normal form
+  // (e.g. p^2 + p^(5/4) against p^(3/2)*log2(p) + p^(1/2)*log2(p)) closer to it on noise-free
+  // data than the noise's standard error of a point mean. The floors guard the measured rates.
   EXPECT_GE(r.recovered, 65);
   EXPECT_EQ(r.rec_one_term, r.one_term);
   EXPECT_GE(r.recovered - r.rec1, 45);  // two factors: at least 90%
@@ -95,8 +98,9 @@ TEST(ModelSearch, TrialDesignOnePercent) {
 TEST(ModelSearch, TrialDesignFivePercent) {
   Rates r = RunTrials(0.05);
   Print(r, "5%");
-  // Issue 21 asks for 80 of 100; measured 41 (see above: at +-5% neighbouring exponents of
-  // one-term functions are no longer told apart either). Floors guard the measured rates.
+  // Issue 21 asks for 80 of 100; measured 41, the oracle (see above) 40: at +-5% neighbouring
+  // exponents of one-term functions are no longer told apart either. Floors guard the measured
+  // rates.
   EXPECT_GE(r.recovered, 38);
   EXPECT_LE(r.overfit, 2);
 }
