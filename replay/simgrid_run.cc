@@ -14,22 +14,10 @@
 #include <stdexcept>
 
 #include "common/subprocess.h"
+#include "fitter/file_io.h"
 
 namespace invmw::replay {
 namespace {
-
-void WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write: " + std::strerror(err));
-  }
-}
 
 std::string LastLines(const std::string& s, int n) {
   size_t pos = s.size();
@@ -125,12 +113,12 @@ ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int host
                        const std::string& smpirun) {
   const std::string xml = work_dir + "/platform.xml", hosts = work_dir + "/hostfile",
                     paje = work_dir + "/replay.paje";
-  WriteFile(xml, platform.xml);
+  fit::WriteFileAtomic(xml, platform.xml);
   // Ranks go round-robin over the platform's hosts (node-0 .. node-N-1).
   std::string hostfile;
   if (host_count <= 0 || host_count > platform.nodes) host_count = platform.nodes;
   for (int r = 0; r < ranks; ++r) hostfile += "node-" + std::to_string(r % host_count) + "\n";
-  WriteFile(hosts, hostfile);
+  fit::WriteFileAtomic(hosts, hostfile);
   std::vector<std::string> argv = {smpirun, "-platform",          xml, "-hostfile", hosts,
                                    "-np",   std::to_string(ranks)};
   std::istringstream cfg(platform.cfg);

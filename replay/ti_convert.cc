@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "fitter/file_io.h"
+
 namespace invmw::replay {
 namespace {
 
@@ -415,21 +417,6 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
   return c;
 }
 
-namespace {
-void WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write: " + std::strerror(err));
-  }
-}
-}  // namespace
-
 std::string WriteTiTraces(const Conversion& c, const std::string& dir) {
   std::string index;
   for (int r = 0; r < c.ranks; ++r) {
@@ -437,11 +424,11 @@ std::string WriteTiTraces(const Conversion& c, const std::string& dir) {
     const std::string prefix = std::to_string(r) + " ";
     for (const auto& a : c.actions[r]) text += prefix + a + "\n";
     const std::string name = dir + "/rank-" + std::to_string(r) + ".txt";
-    WriteFile(name, text);
+    fit::WriteFileAtomic(name, text);
     index += name + "\n";
   }
   const std::string path = dir + "/index.txt";
-  WriteFile(path, index);
+  fit::WriteFileAtomic(path, index);
   return path;
 }
 
