@@ -32,4 +32,8 @@ bool ParseAssignments(const std::vector<std::string>& items, const char* option,
   return true;
 }
 
+nlohmann::json Num(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
 }  // namespace invmw::fit::cli

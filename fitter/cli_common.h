@@ -6,10 +6,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace invmw::fit::cli {
 
 // "%.5g" with a fixed width, "-" for NaN.
 std::string Fmt(double v, int width = 11);
+// A JSON number, or null for NaN and infinities (which JSON cannot hold).
+nlohmann::json Num(double v);
 // Parses NAME=VALUE items (--fix, --set); returns false with *error set on a malformed item.
 bool ParseAssignments(const std::vector<std::string>& items, const char* option,
                       std::map<std::string, double>* out, std::string* error);

@@ -27,10 +27,6 @@ namespace {
 using invmw::cli::Args;
 using invmw::cli::Fail;
 
-nlohmann::json Num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
-
 // Measured responses no model expression is fitted to (opal: t_idle), reported so that what the
 // model leaves out is visible next to what it explains.
 struct Unmodelled {

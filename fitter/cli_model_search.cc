@@ -25,10 +25,6 @@ namespace {
 using invmw::cli::Args;
 using invmw::cli::Fail;
 
-nlohmann::json Num(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
-
 std::vector<std::string> SplitList(const std::vector<std::string>& items) {
   std::vector<std::string> out;
   for (const auto& item : items) {

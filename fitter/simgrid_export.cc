@@ -1,4 +1,5 @@
 #include "fitter/simgrid_export.h"
+#include "common/xml_escape.h"
 
 #include <cmath>
 #include <cstdio>
@@ -15,29 +16,6 @@ std::string Num(double v) {
   char b[40];
   std::snprintf(b, sizeof b, "%.17g", v);
   return b;
-}
-
-std::string Attr(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
 }
 
 // XML comments may not contain "--" nor end in '-'; the table's free text may.
@@ -211,11 +189,11 @@ SimgridPlatform ExportSimgrid(const PlatformTable& t, const SimgridOptions& o) {
        "    <prop id=\"network/crosstraffic\" value=\"0\"/>\n"
        "  </config>\n"
        "  <zone id=\"world\" routing=\"Full\">\n";
-  x << "    <cluster id=\"" << Attr(t.name) << "\" prefix=\"node-\" radical=\"0-" << (p.nodes - 1)
-    << "\" suffix=\"\" speed=\"" << Num(p.speed_flops) << "f\" bw=\"" << Num(p.link_bw_Bps)
-    << "Bps\" lat=\"" << Num(p.link_lat_s) << "s\"";
+  x << "    <cluster id=\"" << XmlEscape(t.name) << "\" prefix=\"node-\" radical=\"0-"
+    << (p.nodes - 1) << "\" suffix=\"\" speed=\"" << Num(p.speed_flops) << "f\" bw=\""
+    << Num(p.link_bw_Bps) << "Bps\" lat=\"" << Num(p.link_lat_s) << "s\"";
   if (topology == "fat-tree") {
-    x << " topology=\"FAT_TREE\" topo_parameters=\"" << Attr(o.fat_tree) << "\"";
+    x << " topology=\"FAT_TREE\" topo_parameters=\"" << XmlEscape(o.fat_tree) << "\"";
   } else if (backbone) {
     x << " bb_bw=\"" << Num(p.backbone_bw_Bps) << "Bps\" bb_lat=\"" << Num(p.backbone_lat_s)
       << "s\" bb_sharing_policy=\"SHARED\"";

@@ -1,6 +1,7 @@
 // Reads the pipeline's own machine-readable outputs (never its text reports), so the page shows
 // exactly the numbers the other verbs computed; every table is a plain view of one JSON file.
 #include "report/html_report.h"
+#include "common/xml_escape.h"
 
 #include <dirent.h>
 
@@ -61,29 +62,6 @@ std::string Text(const json& obj, const std::string& key, const std::string& fil
   return v.get<std::string>();
 }
 
-std::string Escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
 std::string Num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.5g", v);
@@ -110,7 +88,7 @@ std::string ProfileSection(const std::string& dir) {
   const json& mpi = Field(sum, "mpi_s", file, "summary.");
   std::string h = "<h2>Profile of the example</h2>\n";
   if (p.contains("metadata") && p["metadata"].contains("command"))
-    h += "<p>Command: <code>" + Escape(p["metadata"]["command"].dump()) + "</code></p>\n";
+    h += "<p>Command: <code>" + XmlEscape(p["metadata"]["command"].dump()) + "</code></p>\n";
   h += "<table>\n" + Row({"ranks", "wall mean (s)", "wall max (s)", "MPI mean (s)", "MPI max (s)",
                           "MPI share", "MPI imbalance"},
                          "th");
@@ -125,7 +103,7 @@ std::string ProfileSection(const std::string& dir) {
        Row({"MPI function", "calls", "time (s)", "bytes sent", "bytes received"}, "th");
   for (const auto& [name, f] : Field(p, "functions", file, "").items()) {
     const std::string w = "functions." + name + ".";
-    h += Row({Escape(name), Num(Number(f, "calls", file, w)), Num(Number(f, "time_s", file, w)),
+    h += Row({XmlEscape(name), Num(Number(f, "calls", file, w)), Num(Number(f, "time_s", file, w)),
               Num(Number(f, "bytes_sent", file, w)), Num(Number(f, "bytes_recv", file, w))});
   }
   return h + "</table>\n";
@@ -135,8 +113,8 @@ std::string FitSection(const std::string& dir) {
   const std::string file = dir + "/fit.json";
   json f = ReadJson(file);
   std::string h =
-      "<h2>Fitted parameters</h2>\n<p>Model <code>" + Escape(Text(f, "model", file, "")) +
-      "</code> fitted to " + Escape(Text(f, "data", file, "")) + "; " +
+      "<h2>Fitted parameters</h2>\n<p>Model <code>" + XmlEscape(Text(f, "model", file, "")) +
+      "</code> fitted to " + XmlEscape(Text(f, "data", file, "")) + "; " +
       (Field(f, "converged", file, "").get<bool>() ? "converged" : "<b>not converged</b>") +
       ".</p>\n<table class=fit>\n" +
       Row({"parameter", "unit", "estimate", "std. error", "CI low", "CI high", "note"}, "th");
@@ -145,7 +123,7 @@ std::string FitSection(const std::string& dir) {
     const std::string w = "parameters[" + std::to_string(i++) + "].";
     std::string note =
         q.value("at_bound", false) ? "at bound" : (q.value("fixed", false) ? "fixed" : "");
-    h += Row({Escape(Text(q, "name", file, w)), Escape(q.value("unit", "")),
+    h += Row({XmlEscape(Text(q, "name", file, w)), XmlEscape(q.value("unit", "")),
               Num(Number(q, "value", file, w)), OptNum(q, "std_error"), OptNum(q, "ci_low"),
               OptNum(q, "ci_high"), note});
   }
@@ -154,14 +132,14 @@ std::string FitSection(const std::string& dir) {
   i = 0;
   for (const json& r : Field(f, "responses", file, "")) {
     const std::string w = "responses[" + std::to_string(i++) + "].";
-    h += Row({Escape(Text(r, "name", file, w)), Escape(r.value("column", "")),
+    h += Row({XmlEscape(Text(r, "name", file, w)), XmlEscape(r.value("column", "")),
               Num(Number(r, "points", file, w)), OptNum(r, "r2"), OptNum(r, "mape"),
               OptNum(r, "max_ape"), OptNum(r, "cv_mape")});
   }
   h += "</table>\n";
   if (f.contains("warnings") && !f["warnings"].empty()) {
     h += "<ul class=warn>\n";
-    for (const json& w : f["warnings"]) h += "<li>" + Escape(w.get<std::string>()) + "</li>\n";
+    for (const json& w : f["warnings"]) h += "<li>" + XmlEscape(w.get<std::string>()) + "</li>\n";
     h += "</ul>\n";
   }
   return h;
@@ -172,15 +150,16 @@ std::string PredictionSection(const std::string& dir) {
   json d = ReadJson(file);
   std::string sweep = Text(d, "sweep", file, "");
   std::string h = "<h2>Predictions per platform</h2>\n<p>Model <code>" +
-                  Escape(Text(d, "model", file, "")) + "</code>, settings <code>" +
-                  Escape(Field(d, "settings", file, "").dump()) + "</code>, sweep over " +
-                  Escape(sweep) + ".</p>\n";
+                  XmlEscape(Text(d, "model", file, "")) + "</code>, settings <code>" +
+                  XmlEscape(Field(d, "settings", file, "").dump()) + "</code>, sweep over " +
+                  XmlEscape(sweep) + ".</p>\n";
   int i = 0;
   for (const json& pl : Field(d, "platforms", file, "")) {
     const std::string w = "platforms[" + std::to_string(i++) + "].";
     std::string name = Text(pl, "platform", file, w);
-    h += "<h3>" + Escape(name) + "</h3>\n<table>\n" +
-         Row({Escape(sweep), "time (s)", "speedup", "t_par_comp", "t_seq_comp", "t_comm", "t_sync"},
+    h += "<h3>" + XmlEscape(name) + "</h3>\n<table>\n" +
+         Row({XmlEscape(sweep), "time (s)", "speedup", "t_par_comp", "t_seq_comp", "t_comm",
+              "t_sync"},
              "th");
     int k = 0;
     for (const json& pt : Field(pl, "points", file, w)) {
@@ -195,7 +174,7 @@ std::string PredictionSection(const std::string& dir) {
     h += "</table>\n";
     if (pl.contains("notes"))
       for (const json& n : pl["notes"])
-        h += "<p class=note>" + Escape(n.get<std::string>()) + "</p>\n";
+        h += "<p class=note>" + XmlEscape(n.get<std::string>()) + "</p>\n";
   }
   return h;
 }
@@ -227,7 +206,7 @@ std::string ValidationSection(const std::string& dir) {
   std::vector<std::string> files = ValidationFiles(dir);
   std::string h = "<h2>Prediction errors (validation against measured runs)</h2>\n";
   if (files.empty())
-    return h + "<p class=warn>No validation in " + Escape(dir) +
+    return h + "<p class=warn>No validation in " + XmlEscape(dir) +
            "/validation: this pipeline did not measure prediction errors.</p>\n";
   h += "<p>Error = (predicted &minus; measured mean) / measured mean; median and worst of "
        "|error| over the design points.</p>\n<table class=validation>\n" +
@@ -249,8 +228,8 @@ std::string ValidationSection(const std::string& dir) {
     for (const auto& resp : order) {
       const std::string w = "summary." + resp + ".";
       const json& s = Field(summary, resp, file, "summary.");
-      h += Row({Escape(label), Escape(v.value("run_platform", "")), Escape(params),
-                Escape(resp) + " (" + Escape(Text(s, "column", file, w)) + ")",
+      h += Row({XmlEscape(label), XmlEscape(v.value("run_platform", "")), XmlEscape(params),
+                XmlEscape(resp) + " (" + XmlEscape(Text(s, "column", file, w)) + ")",
                 Num(Number(s, "points", file, w)), Pct(s, "median_abs_error_pct"),
                 Pct(s, "worst_abs_error_pct")});
     }
@@ -261,7 +240,8 @@ std::string ValidationSection(const std::string& dir) {
     const json& v = docs[i];
     const std::string& file = files[i];
     const std::string total = Text(v, "total", file, "");
-    h += "<h3>" + Escape(Text(v, "label", file, "")) + ": per point (total time)</h3>\n<table>\n" +
+    h += "<h3>" + XmlEscape(Text(v, "label", file, "")) +
+         ": per point (total time)</h3>\n<table>\n" +
          Row({"point", "factors", "replications", "measured mean (s)", "min (s)", "max (s)",
               "predicted (s)", "error %"},
              "th");
@@ -272,9 +252,9 @@ std::string ValidationSection(const std::string& dir) {
       std::string f;
       for (const auto& [name, value] : Field(pt, "factors", file, w).items())
         f += (f.empty() ? "" : " ") + name + "=" + Num(value.get<double>());
-      h +=
-          Row({Num(Number(pt, "point", file, w)), Escape(f), Pct(t, "replications"), Pct(t, "mean"),
-               Pct(t, "min"), Pct(t, "max"), Pct(t, "predicted"), Pct(t, "error_pct")});
+      h += Row({Num(Number(pt, "point", file, w)), XmlEscape(f), Pct(t, "replications"),
+                Pct(t, "mean"), Pct(t, "min"), Pct(t, "max"), Pct(t, "predicted"),
+                Pct(t, "error_pct")});
     }
     h += "</table>\n";
   }
@@ -309,7 +289,7 @@ std::string Svg(const std::string& dir, const std::string& name, const std::stri
   std::string svg = ReadFile(file);
   if (svg.find("<svg") == std::string::npos) throw ReportError(file + ": no <svg> element");
   return "<figure><img src=\"data:image/svg+xml;base64," + Base64(svg) + "\" alt=\"" +
-         Escape(caption) + "\"><figcaption>" + Escape(caption) + "</figcaption></figure>\n";
+         XmlEscape(caption) + "\"><figcaption>" + XmlEscape(caption) + "</figcaption></figure>\n";
 }
 
 std::string BuildPage(const std::string& dir) {
@@ -340,7 +320,7 @@ std::string BuildPage(const std::string& dir) {
              "th{background:#eee} td:first-child{text-align:left}\n"
              "figure img{max-width:100%;height:auto} .warn{color:#a50}\n"
              "</style></head><body>\n<h1>invmw pipeline report</h1>\n<p>Directory: <code>") +
-         Escape(dir) + "</code></p>\n" + body + "</body></html>\n";
+         XmlEscape(dir) + "</code></p>\n" + body + "</body></html>\n";
 }
 
 }  // namespace
