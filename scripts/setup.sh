@@ -18,6 +18,7 @@ PACKAGES=(
   pvm pvm-dev libtirpc-dev               # libpvm3.a needs its XDR routines (test pvm.static)
   clang-14 libclang-rt-14-dev            # fuzz targets (scripts/fuzz.sh): libFuzzer, ASan, UBSan
   libsimgrid-dev                         # smpicc/smpirun: SMPI round trip of platform export
+  lammps lammps-examples                 # a real application (replay and model-search designs)
 )
 
 missing=()
