@@ -27,11 +27,18 @@ enum : uint32_t {
   kGather = 2,
   kGatherv = 3,
   kScatter = 4,
+  kScatterv = 5,
   kAllgather = 6,
   kAllgatherv = 7,
   kAlltoall = 8,
+  kAlltoallv = 9,
+  kAlltoallw = 10,
   kAllreduce = 11,
   kReduce = 12,
+  kReduceScatter = 13,
+  kScan = 14,
+  kExscan = 15,
+  kReduceScatterBlock = 16,
 };
 
 std::string Num(double v) {
@@ -60,26 +67,30 @@ struct Pending {  // an irecv posted, filled in from its completion
   bool completed = false;
 };
 
-// Per rank, its Gatherv / Allgatherv instances on MPI_COMM_WORLD in order: the v-actions need
-// every rank's count, which only that rank's own events carry.
-using VCollectives = std::vector<std::vector<const TraceEvent*>>;
+// Per operation and rank, its instances on MPI_COMM_WORLD in order: the v-collectives need
+// every rank's count, which only that rank's own events carry. Indexed [op][rank][k].
+using VCollectives = std::map<uint32_t, std::vector<std::vector<const TraceEvent*>>>;
 
 bool IsVCollective(const TraceEvent& e) {
   return (e.type == TraceEvent::kMpiCollectiveEnd ||
           e.type == TraceEvent::kNonBlockingCollectiveComplete) &&
-         (e.coll_op == kGatherv || e.coll_op == kAllgatherv);
+         (e.coll_op == kGatherv || e.coll_op == kAllgatherv || e.coll_op == kScatterv ||
+          e.coll_op == kAlltoallv || e.coll_op == kAlltoallw || e.coll_op == kReduceScatter ||
+          e.coll_op == kReduceScatterBlock);
 }
 
 class RankConverter {
  public:
   RankConverter(const otf2::Trace& t, int rank, int ranks, double speed,
-                std::map<std::string, Unexpressed>* unexpressed, const VCollectives* vcoll)
+                std::map<std::string, Unexpressed>* unexpressed, const VCollectives* vcoll,
+                int64_t tag_base)
       : t_(t),
         rank_(rank),
         ranks_(ranks),
         speed_(speed),
         unexpressed_(unexpressed),
-        vcoll_(vcoll) {}
+        vcoll_(vcoll),
+        tag_base_(tag_base) {}
 
   void Run(const std::vector<TraceEvent>& ev, std::vector<std::string>* out, double* flops) {
     out_ = out;
@@ -284,8 +295,140 @@ class RankConverter {
       case kAllgatherv:
         VCollective(name, x, problem);
         return;
+      case kScan:
+      case kExscan:
+        ScanChain(name, x, either, problem);
+        return;
+      case kScatterv:
+      case kAlltoallv:
+      case kAlltoallw:
+      case kReduceScatter:
+      case kReduceScatterBlock:
+        // Neighbourhood collectives share the Alltoallv/w operation codes (their communicator
+        // may well hold every rank): only the names below are what the rewrites assume.
+        if (x.coll_op == kAlltoallv || x.coll_op == kAlltoallw) {
+          if (name.find("eighbor") != std::string::npos) {
+            *problem = name;
+            return;
+          }
+        }
+        PointToPointRewrite(name, x, problem);
+        return;
       default:
         *problem = name;
+    }
+  }
+
+  // The k-th instance of x's operation on every rank, or empty (with *problem set) when the
+  // ranks' instances do not line up.
+  std::vector<const TraceEvent*> Instance(const std::string& name, const TraceEvent& x,
+                                          std::string* problem) {
+    const size_t k = vk_[x.coll_op]++;
+    std::vector<const TraceEvent*> inst;
+    auto it = vcoll_->find(x.coll_op);
+    for (int i = 0; it != vcoll_->end() && i < ranks_; ++i) {
+      const auto& v = it->second[i];
+      if (k >= v.size() || v[k]->peer != x.peer) break;
+      inst.push_back(v[k]);
+    }
+    if (static_cast<int>(inst.size()) != ranks_) {
+      *problem = name + " (instances differ across ranks)";
+      inst.clear();
+    }
+    return inst;
+  }
+
+  // A reserved tag per rewritten operation: above every tag the application used (trace-wide),
+  // so that a rewrite's messages never match the application's own.
+  bool Tag(uint32_t op, std::string* tag, std::string* problem) {
+    if (tag_base_ < 0 || tag_base_ + op > 0x7fffffff) {
+      *problem = "(no tag left above the application's for the rewrite)";
+      return false;
+    }
+    *tag = Num(uint64_t(tag_base_ + op));
+    return true;
+  }
+
+  // Scan / Exscan (no replay action): the linear chain of Open MPI's basic component, rank r
+  // receives the prefix from r - 1 and sends its own to r + 1, each `bytes` long.
+  void ScanChain(const std::string& name, const TraceEvent& x, uint64_t bytes,
+                 std::string* problem) {
+    std::string tag, why;
+    if (!Tag(x.coll_op, &tag, &why)) {
+      *problem = name + " " + why;
+      return;
+    }
+    if (rank_ > 0)
+      out_->push_back("recv " + Num(uint64_t(rank_ - 1)) + " " + tag + " " + Num(bytes));
+    if (rank_ + 1 < ranks_)
+      out_->push_back("send " + Num(uint64_t(rank_ + 1)) + " " + tag + " " + Num(bytes));
+  }
+
+  // Scatterv, Reduce_scatter(_block), Alltoallv/w as point-to-point messages with a reserved
+  // tag (SimGrid 3.32's scatterv/reducescatter/alltoallv actions are not used: their parsers
+  // mis-size the count arrays). Counts per pair come from every rank's own event of the same
+  // instance:
+  //  - Scatterv: the root sends rank i what rank i received (the root's own part stays local),
+  //    one blocking send after the other, as a linear scatterv does.
+  //  - Reduce_scatter: a reduce of the total to rank 0, then rank 0 sends rank i its part.
+  //  - Alltoallv/w: the trace has each rank's totals sent S_i and received R_j, not the matrix;
+  //    the pair (i, j) gets floor(S_i R_j / T), T = sum S (the matrix of largest entropy with
+  //    those margins), exchanged pairwise (step k: isend to r + k, recv from r - k, wait), so
+  //    that both sides compute the same count.
+  void PointToPointRewrite(const std::string& name, const TraceEvent& x, std::string* problem) {
+    std::vector<const TraceEvent*> inst = Instance(name, x, problem);
+    if (inst.empty()) return;
+    std::string tag, why;
+    if (!Tag(x.coll_op, &tag, &why)) {
+      *problem = name + " " + why;
+      return;
+    }
+    const std::string me = Num(uint64_t(rank_));
+    auto send = [&](int to, uint64_t bytes) {
+      out_->push_back("send " + Num(uint64_t(to)) + " " + tag + " " + Num(bytes));
+    };
+    auto recv = [&](int from, uint64_t bytes) {
+      out_->push_back("recv " + Num(uint64_t(from)) + " " + tag + " " + Num(bytes));
+    };
+    if (x.coll_op == kScatterv || x.coll_op == kReduceScatter || x.coll_op == kReduceScatterBlock) {
+      const bool scatterv = x.coll_op == kScatterv;
+      const int root = scatterv ? x.peer : 0;
+      if (root < 0 || root >= ranks_) {
+        *problem = name + " (no root)";
+        return;
+      }
+      if (!scatterv) {
+        // Total reduced: what any rank sent (MPI_IN_PLACE ranks sent 0), else the parts' sum.
+        uint64_t total = 0, parts = 0;
+        for (const TraceEvent* e : inst) total = std::max(total, e->bytes), parts += e->bytes_recv;
+        out_->push_back("reduce " + Num(std::max(total, parts)) + " 0 0");
+      }
+      if (rank_ == root) {
+        for (int i = 0; i < ranks_; ++i)
+          if (i != root && inst[i]->bytes_recv > 0) send(i, inst[i]->bytes_recv);
+      } else if (x.bytes_recv > 0) {
+        recv(root, x.bytes_recv);
+      }
+      return;
+    }
+    // Alltoallv / Alltoallw. An MPI_IN_PLACE rank (sent 0) sends what it receives.
+    std::vector<long double> s(ranks_), r(ranks_);
+    long double total = 0;
+    for (int i = 0; i < ranks_; ++i) {
+      r[i] = inst[i]->bytes_recv;
+      s[i] = inst[i]->bytes > 0 ? inst[i]->bytes : inst[i]->bytes_recv;
+      total += s[i];
+    }
+    if (!(total > 0)) return;
+    auto pair = [&](int from, int to) {
+      return static_cast<uint64_t>(std::floor(s[from] * r[to] / total));
+    };
+    for (int k = 1; k < ranks_; ++k) {
+      const int to = (rank_ + k) % ranks_, from = (rank_ + ranks_ - k) % ranks_;
+      const uint64_t out = pair(rank_, to), in = pair(from, rank_);
+      if (out > 0) out_->push_back("isend " + Num(uint64_t(to)) + " " + tag + " " + Num(out));
+      if (in > 0) recv(from, in);
+      if (out > 0) out_->push_back("wait " + me + " " + Num(uint64_t(to)) + " " + tag);
     }
   }
 
@@ -293,16 +436,8 @@ class RankConverter {
   // same (k-th) instance; an MPI_IN_PLACE rank (sent 0) contributed its received total minus
   // the others' (gatherv: the root). Instances that do not line up across ranks are listed.
   void VCollective(const std::string& name, const TraceEvent& x, std::string* problem) {
-    const size_t k = vk_++;
-    std::vector<const TraceEvent*> inst;
-    for (int i = 0; i < ranks_; ++i) {
-      const auto& v = (*vcoll_)[i];
-      if (k >= v.size() || v[k]->coll_op != x.coll_op || v[k]->peer != x.peer) {
-        *problem = name + " (instances differ across ranks)";
-        return;
-      }
-      inst.push_back(v[k]);
-    }
+    std::vector<const TraceEvent*> inst = Instance(name, x, problem);
+    if (inst.empty()) return;
     std::vector<uint64_t> counts(ranks_);
     uint64_t others = 0;
     int in_place = -1;
@@ -336,7 +471,8 @@ class RankConverter {
   std::vector<Pending> posts_;
   std::unordered_map<uint64_t, Pending> isends_;
   const VCollectives* vcoll_;
-  size_t vk_ = 0;
+  std::map<uint32_t, size_t> vk_;  // instances of each v-collective seen so far
+  int64_t tag_base_;
 };
 
 }  // namespace
@@ -371,10 +507,21 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
   std::map<std::string, Unexpressed> unexpressed;
   c.actions.resize(c.ranks);
   c.flops.assign(c.ranks, 0);
-  VCollectives vcoll(c.ranks);
+  VCollectives vcoll;
+  uint64_t max_tag = 0;
   for (int r = 0; r < c.ranks; ++r)
-    for (const auto& e : trace.locations[trace.locations_of_rank.at(r).front()].events)
-      if (IsVCollective(e) && IsWorld(trace, e.comm, c.ranks)) vcoll[r].push_back(&e);
+    for (const auto& e : trace.locations[trace.locations_of_rank.at(r).front()].events) {
+      if (IsVCollective(e) && IsWorld(trace, e.comm, c.ranks)) {
+        auto& per_rank = vcoll[e.coll_op];
+        per_rank.resize(c.ranks);
+        per_rank[r].push_back(&e);
+      }
+      if (e.type == TraceEvent::kMpiSend || e.type == TraceEvent::kMpiIsend ||
+          e.type == TraceEvent::kMpiRecv || e.type == TraceEvent::kMpiIrecv)
+        max_tag = std::max<uint64_t>(max_tag, e.tag);
+    }
+  // The rewrites' tags (one per operation code, < 32) lie above every application tag.
+  const int64_t tag_base = max_tag < 0x7fffffffu - 32 ? int64_t(max_tag) + 1 : -1;
   for (int r = 0; r < c.ranks; ++r) {
     // The rank's first location is its main thread, the one that calls MPI (MPI_THREAD_FUNNELED
     // and below); other threads' calls are not replayed.
@@ -382,7 +529,7 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
     if (loc.events.empty())
       throw std::runtime_error(trace.path + ": rank " + std::to_string(r) + " has no events");
     c.events += loc.events.size();
-    RankConverter(trace, r, c.ranks, speed, &unexpressed, &vcoll)
+    RankConverter(trace, r, c.ranks, speed, &unexpressed, &vcoll, tag_base)
         .Run(loc.events, &c.actions[r], &c.flops[r]);
     // MPI calls of the rank's other threads have no place in a one-actor-per-rank replay:
     // listed, not dropped.

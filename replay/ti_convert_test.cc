@@ -126,11 +126,12 @@ TEST(TiConvert, ActionsOfTwoRanks) {
                                       "allreduce 8 0", "compute 250000000", "finalize"}));
   EXPECT_EQ(c.actions[1],
             (std::vector<std::string>{"init", "recv 0 7 1000", "compute 1400000000", "finalize"}));
-  // Reduce_scatter (no replay action), the Bcast on a sub-communicator and the probe.
+  // Reduce_scatter only on rank 0 (its counts need every rank's), the Bcast on a
+  // sub-communicator and the probe.
   ASSERT_EQ(c.unexpressed.size(), 3u);
   EXPECT_EQ(c.unexpressed[0].function, "MPI_Probe");
   EXPECT_DOUBLE_EQ(c.unexpressed[0].time_s, 1.0);
-  EXPECT_EQ(c.unexpressed[1].function, "MPI_Reduce_scatter");
+  EXPECT_EQ(c.unexpressed[1].function, "MPI_Reduce_scatter (instances differ across ranks)");
   EXPECT_DOUBLE_EQ(c.unexpressed[1].time_s, 0.5);
   EXPECT_EQ(c.unexpressed[1].calls, 1u);
   EXPECT_DOUBLE_EQ(c.unexpressed[1].share, 0.5 / (2 * 2.5));
@@ -192,6 +193,63 @@ TEST(TiConvert, GathervCountsFromEveryRank) {
   EXPECT_EQ(c.actions[2][2], "allgatherv 3 1 2 3");
   ASSERT_EQ(c.unexpressed.size(), 1u);
   EXPECT_EQ(c.unexpressed[0].function, "MPI_Gatherv (instances differ across ranks)");
+}
+
+// Scan/Exscan, Scatterv, Reduce_scatter(_block) and Alltoallv/w have no (working) replay
+// action in SimGrid 3.32: rewritten as point-to-point messages with a tag above the
+// application's (its largest is 41 here, so 42 + the OTF2 operation code).
+TEST(TiConvert, CollectivesRewrittenAsPointToPoint) {
+  Builder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.Enter(r, "MPI_Init", 0);
+    b.Leave(r, "MPI_Init", 1);
+    if (r < 2) {  // the application's largest tag: 41
+      b.Enter(r, r == 0 ? "MPI_Send" : "MPI_Recv", 1);
+      b.P2p(r, r == 0 ? TraceEvent::kMpiSend : TraceEvent::kMpiRecv, 1, 1 - r, 41, 8);
+      b.Leave(r, r == 0 ? "MPI_Send" : "MPI_Recv", 1);
+    }
+    b.Enter(r, "MPI_Scan", 1);
+    b.Coll(r, 14, 0, 1, 40, 40, -1);
+    b.Leave(r, "MPI_Scan", 1);
+    // Scatterv from root 2 (MPI_IN_PLACE at the root): rank i receives 10 (i + 1) bytes.
+    b.Enter(r, "MPI_Scatterv", 1);
+    b.Coll(r, 5, 0, 1, r == 2 ? 60 : 0, r == 2 ? 0 : 10 * (r + 1), 2);
+    b.Leave(r, "MPI_Scatterv", 1);
+    // Reduce_scatter: counts 4, 8, 12 bytes of a 24-byte vector.
+    b.Enter(r, "MPI_Reduce_scatter", 1);
+    b.Coll(r, 13, 0, 1, 24, 4 * (r + 1), -1);
+    b.Leave(r, "MPI_Reduce_scatter", 1);
+    // Alltoallv: rank r sends 100 (r + 1) bytes in all and receives 200 each (T = 600):
+    // pair (i, j) = floor(100 (i + 1) 200 / 600).
+    b.Enter(r, "MPI_Alltoallv", 1);
+    b.Coll(r, 9, 0, 1, 100 * (r + 1), 200, -1);
+    b.Leave(r, "MPI_Alltoallv", 1);
+    // A neighbourhood collective shares Alltoallv's code: not rewritten, listed.
+    b.Enter(r, "MPI_Neighbor_alltoallv", 1);
+    b.Coll(r, 9, 0, 1, 8, 8, -1);
+    b.Leave(r, "MPI_Neighbor_alltoallv", 2);
+    b.Enter(r, "MPI_Finalize", 2);
+    b.Leave(r, "MPI_Finalize", 2);
+  }
+  Conversion c = ConvertTrace(b.t, {});
+  EXPECT_EQ(c.actions[0],
+            (std::vector<std::string>{"init", "send 1 41 8", "send 1 56 40", "recv 2 47 10",
+                                      "reduce 24 0 0", "send 1 55 8", "send 2 55 12",
+                                      "isend 1 51 33", "recv 2 51 100", "wait 0 1 51",
+                                      "isend 2 51 33", "recv 1 51 66", "wait 0 2 51", "finalize"}));
+  EXPECT_EQ(c.actions[1],
+            (std::vector<std::string>{
+                "init", "recv 0 41 8", "recv 0 56 40", "send 2 56 40", "recv 2 47 20",
+                "reduce 24 0 0", "recv 0 55 8", "isend 2 51 66", "recv 0 51 33", "wait 1 2 51",
+                "isend 0 51 66", "recv 2 51 100", "wait 1 0 51", "finalize"}));
+  EXPECT_EQ(c.actions[2],
+            (std::vector<std::string>{"init", "recv 1 56 40", "send 0 47 10", "send 1 47 20",
+                                      "reduce 24 0 0", "recv 0 55 12", "isend 0 51 100",
+                                      "recv 1 51 66", "wait 2 0 51", "isend 1 51 100",
+                                      "recv 0 51 33", "wait 2 1 51", "finalize"}));
+  ASSERT_EQ(c.unexpressed.size(), 1u);
+  EXPECT_EQ(c.unexpressed[0].function, "MPI_Neighbor_alltoallv");
+  EXPECT_EQ(c.unexpressed[0].calls, 3u);
 }
 
 TEST(TiConvert, OtherThreadsAreListed) {
