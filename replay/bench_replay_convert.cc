@@ -1,9 +1,12 @@
 // Conversion speed of ConvertTrace in events per second (issue 19 target: >= 1 million/s), on
 // an in-memory trace of R ranks exchanging ring messages between computation bursts.
-// Usage: bench_replay_convert [EVENTS_PER_RANK] [RANKS]
+// Usage: bench_replay_convert [EVENTS_PER_RANK] [RANKS] [TI_DIR]
+// With TI_DIR (an existing directory), also writes the TI traces there (index.txt, rank-R.txt)
+// for timing SimGrid's replay of a trace of known size (docs/fitter.md, replay benchmark).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "replay/ti_convert.h"
 
@@ -61,5 +64,11 @@ int main(int argc, char** argv) {
   for (const auto& a : c.actions) actions += a.size();
   std::printf("events %llu actions %zu seconds %.4f events_per_s %.3g\n",
               static_cast<unsigned long long>(c.events), actions, s, c.events / s);
+  if (argc > 3) {
+    auto w0 = std::chrono::steady_clock::now();
+    std::string index = invmw::replay::WriteTiTraces(c, argv[3]);
+    double ws = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    std::printf("wrote %s in %.3f s\n", index.c_str(), ws);
+  }
   return 0;
 }

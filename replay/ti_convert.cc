@@ -92,7 +92,9 @@ class RankConverter {
         vcoll_(vcoll),
         tag_base_(tag_base) {}
 
-  void Run(const std::vector<TraceEvent>& ev, std::vector<std::string>* out, double* flops) {
+  // start_delay: how much later than the first rank this rank left MPI_Init.
+  void Run(const std::vector<TraceEvent>& ev, double start_delay, std::vector<std::string>* out,
+           double* flops) {
     out_ = out;
     // Irecv sizes and sources are known only at completion; SimGrid wants them at the post.
     std::unordered_map<uint64_t, size_t> open;  // request -> index into posts
@@ -118,6 +120,10 @@ class RankConverter {
     }
 
     out->push_back("init");
+    // The measured wall starts at the first rank's MPI_Init leave, the replay with every rank
+    // at 0: a rank that left MPI_Init later (launch skew, ~1 ms on the emulated platforms)
+    // starts later by a sleep, which no target speed scales.
+    if (start_delay > 0) out->push_back("sleep " + Num(start_delay));
     double burst_start = -1;  // end of the last MPI call (the first: none yet)
     int depth = 0;
     size_t call_begin = 0;
@@ -489,6 +495,7 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
                                ")");
   // The replay simulates what lies between MPI_Init and MPI_Finalize: measured alike.
   double first = INFINITY, last = -INFINITY;
+  std::map<int, double> start_of;
   for (const auto& [rank, locs] : trace.locations_of_rank) {
     const auto& ev = trace.locations[locs.front()].events;
     if (ev.empty()) continue;
@@ -499,6 +506,7 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
       if (e.type == TraceEvent::kLeave && n.compare(0, 8, "MPI_Init") == 0) start = e.time;
       if (e.type == TraceEvent::kEnter && n == "MPI_Finalize") end = e.time;
     }
+    start_of[rank] = start;
     first = std::min(first, start);
     last = std::max(last, end);
   }
@@ -530,7 +538,7 @@ Conversion ConvertTrace(const otf2::Trace& trace, const ConvertOptions& options)
       throw std::runtime_error(trace.path + ": rank " + std::to_string(r) + " has no events");
     c.events += loc.events.size();
     RankConverter(trace, r, c.ranks, speed, &unexpressed, &vcoll, tag_base)
-        .Run(loc.events, &c.actions[r], &c.flops[r]);
+        .Run(loc.events, start_of.count(r) ? start_of[r] - first : 0, &c.actions[r], &c.flops[r]);
     // MPI calls of the rank's other threads have no place in a one-actor-per-rank replay:
     // listed, not dropped.
     const auto& locs = trace.locations_of_rank.at(r);

@@ -252,6 +252,22 @@ TEST(TiConvert, CollectivesRewrittenAsPointToPoint) {
   EXPECT_EQ(c.unexpressed[0].calls, 3u);
 }
 
+// The measured wall starts at the first MPI_Init leave; a rank that left later starts later.
+TEST(TiConvert, LaunchSkewIsASleep) {
+  Builder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.Enter(r, "MPI_Init", 0);
+    b.Leave(r, "MPI_Init", r == 0 ? 0.5 : 0.75);
+    b.Enter(r, "MPI_Finalize", 2);
+    b.Leave(r, "MPI_Finalize", 2);
+  }
+  Conversion c = ConvertTrace(b.t, {});
+  EXPECT_EQ(c.actions[0], (std::vector<std::string>{"init", "compute 1.5", "finalize"}));
+  EXPECT_EQ(c.actions[1],
+            (std::vector<std::string>{"init", "sleep 0.25", "compute 1.25", "finalize"}));
+  EXPECT_DOUBLE_EQ(c.measured_wall_s, 1.5);
+}
+
 TEST(TiConvert, OtherThreadsAreListed) {
   Builder b(1);
   b.t.locations.resize(2);

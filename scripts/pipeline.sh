@@ -256,6 +256,32 @@ if [[ -n $reverse ]]; then
     "$out/tables/$ref.toml" "$out/tables/calibrated-$reverse.toml"
 fi
 
+# The reference's traced validation runs replayed by SimGrid on every platform's probed table
+# (issue 19): the report puts these next to the analytic model's predictions. A replay that
+# fails (no SimGrid, a trace it cannot read) is a warning, as a failed run is.
+step "trace replay: the $validation runs on $ref replayed on ${platforms[*]} (SimGrid)"
+mkdir -p "$out/replay"
+replay_tables=()
+for p in "${platforms[@]}"; do replay_tables+=(--platform "$out/tables/$p.toml"); done
+replay_names=$(printf '"%s",' "${platforms[@]}")
+replayed=0
+for d in "$out/runs/$validation/$ref"/p*-r*; do
+  [[ -d $d ]] || continue
+  b=$(basename "$d") k=${b#p} k=${k%%-r*} r=${b##*-r}
+  [[ $k =~ ^[0-9]+$ && $r =~ ^[0-9]+$ ]] || continue
+  if json=$("$invmw" predict --replay "$d" --reference "$out/tables/$ref.toml" \
+      "${replay_tables[@]}" --json 2> "$out/replay/$b.err"); then
+    printf '{"point": %s, "replication": %s, "run_platforms": [%s], "replay": %s}\n' \
+      "$k" "$r" "${replay_names%,}" "$json" > "$out/replay/.$b.json.tmp"
+    mv "$out/replay/.$b.json.tmp" "$out/replay/$b.json"
+    rm -f "$out/replay/$b.err"
+    replayed=$((replayed + 1))
+  else
+    echo "pipeline: warning: replay of $d failed (see $out/replay/$b.err)" >&2
+  fi
+done
+echo "  $replayed runs replayed into $out/replay/"
+
 step "probe this machine (platform table local)"
 "$invmw" platform probe --quiet --force --name local --title "this machine (probed)" \
   "${probe_opts[@]}" --replications "$probe_rounds" --out "$out/tables/local.toml" \
@@ -293,5 +319,6 @@ cat <<SUMMARY
   predictions                $out/predictions.txt (+ .json; source documents' platforms),
                              $out/predictions-emulated.txt (emulated targets)
   plots                      $out/plots/{measured-vs-predicted,breakdown,predict}.{svg,png}
+  trace replay               $out/replay/*.json (the $ref validation runs on every table)
   report                     $out/report.html
 SUMMARY

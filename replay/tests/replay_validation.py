@@ -17,7 +17,7 @@ Every error goes to --out (JSON) and is printed as a table. Needs root (the emul
 platforms use cgroups and network namespaces).
 
 Usage: replay_validation.py --invmw INVMW --designs DIR --work DIR [--mode self|cross|all]
-         [--targets emu-4x50-tcp,...] [--out FILE]
+         [--targets emu-4x50-tcp,...] [--validation DESIGN] [--grain G] [--out FILE]
 """
 import argparse
 import json
@@ -106,6 +106,9 @@ def main():
     ap.add_argument('--reference', default='emu-4x50-shm')
     ap.add_argument('--targets',
                     default='emu-4x50-tcp,emu-4x50-1gbit,emu-4x50-100mbit,emu-4x50-10mbit')
+    ap.add_argument('--validation', default='validation-quick',
+                    help='validation design of experiments/designs (opal-mini)')
+    ap.add_argument('--grain', default='2000', help="master-worker's --grain")
     ap.add_argument('--out')
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -118,8 +121,8 @@ def main():
     db = os.path.join(a.work, 'results.db')
     mw = os.path.join(a.work, 'replay-master-worker.toml')
     with open(mw, 'w') as f:
-        f.write(MASTER_WORKER)
-    designs = [(os.path.join(a.designs, 'validation-quick.toml'), 'validation-quick'),
+        f.write(MASTER_WORKER.replace('"--grain", "2000"', f'"--grain", "{a.grain}"'))
+    designs = [(os.path.join(a.designs, a.validation + '.toml'), a.validation),
                (mw, 'replay-master-worker')]
     platforms = [a.reference]
     targets = [t for t in a.targets.split(',') if t] if a.mode in ('cross', 'all') else []
