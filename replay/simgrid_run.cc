@@ -110,7 +110,7 @@ std::vector<RankTimes> ParsePaje(const std::string& text, int ranks, double end_
 
 ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int host_count,
                        const std::string& index_file, const std::string& work_dir,
-                       const std::string& smpirun) {
+                       const std::string& smpirun, bool split) {
   const std::string xml = work_dir + "/platform.xml", hosts = work_dir + "/hostfile",
                     paje = work_dir + "/replay.paje";
   fit::WriteFileAtomic(xml, platform.xml);
@@ -125,10 +125,12 @@ ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int host
   std::string line;
   while (std::getline(cfg, line))
     if (!line.empty()) argv.push_back(line);
-  for (const char* a : {"--cfg=tracing:yes", "--cfg=tracing/smpi:yes",
-                        "--cfg=tracing/smpi/computing:yes", "--cfg=tracing/precision:9"})
-    argv.push_back(a);
-  argv.push_back("--cfg=tracing/filename:" + paje);
+  if (split) {
+    for (const char* a : {"--cfg=tracing:yes", "--cfg=tracing/smpi:yes",
+                          "--cfg=tracing/smpi/computing:yes", "--cfg=tracing/precision:9"})
+      argv.push_back(a);
+    argv.push_back("--cfg=tracing/filename:" + paje);
+  }
   argv.push_back("-replay");
   argv.push_back(index_file);
   ReplayResult res;
@@ -147,6 +149,7 @@ ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int host
     throw std::runtime_error("'" + res.command + "': no 'Simulation time' in its output:\n" +
                              LastLines(run.output, 8));
   res.predicted_wall_s = std::strtod(run.output.c_str() + p + key.size(), nullptr);
+  if (!split) return res;
   std::ifstream f(paje);
   std::stringstream text;
   text << f.rdbuf();

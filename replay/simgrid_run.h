@@ -30,9 +30,11 @@ struct ReplayResult {
 // must exist; the platform, hostfile and Paje trace are written there) for `ranks` ranks.
 // Throws std::runtime_error with the command and SimGrid's last output lines on failure.
 // Ranks go round-robin over the first `hosts` hosts (0: all of the platform's).
+// split = false: no Paje trace (ranks stays empty), which makes SimGrid about 4x faster and
+// keeps its memory constant (the trace costs ~1.6 KB per event; docs/fitter.md).
 ReplayResult RunReplay(const fit::SimgridPlatform& platform, int ranks, int hosts,
                        const std::string& index_file, const std::string& work_dir,
-                       const std::string& smpirun = "smpirun");
+                       const std::string& smpirun = "smpirun", bool split = true);
 
 // Parses a Paje trace written by SMPI's replay into per-rank times (exposed for the tests).
 // `last_end` (optional) receives the latest rank end in the trace.

@@ -121,6 +121,25 @@ def main():
     if 'not empty' not in p.stderr:
         fail('--keep twice: ' + p.stderr)
 
+    # --no-split: the same simulated time (SimGrid prints 6 decimals), no per-rank split.
+    p = run([a.invmw, 'predict', '--replay', rundir, '--reference', 'fast-cops', '--no-split',
+             '--platform', 'fast-cops', '--tables', a.tables, '--json'], env=env)
+    ns = json.loads(p.stdout)['platforms'][0]
+    if ns['ranks'] or abs(ns['predicted_wall_s'] - two['predicted_wall_s']) > 1e-6:
+        fail(f'--no-split: {ns}, with the split {two["predicted_wall_s"]}')
+    # The unexpressed calls are also a warning on stderr (with --json too).
+    p = run([a.invmw, 'predict', '--replay', rundir, '--platform', 'fast-cops',
+             '--tables', a.tables, '--json'], env=env)
+    if 'warning' not in p.stderr or 'MPI_Probe' not in p.stderr:
+        fail('no warning about the unexpressed calls: ' + p.stderr)
+    # Bad input: a table without bandwidth (a1): refused with the field named.
+    nobw = os.path.join(a.work, 'nobw.toml')
+    with open(nobw, 'w') as f:
+        f.write(''.join(l for l in text.splitlines(True) if not l.startswith('a1 ')))
+    p = run([a.invmw, 'predict', '--replay', rundir, '--platform', nobw, '--tables', a.tables],
+            env=env, expect_rc=2)
+    if 'a1' not in p.stderr or 'bandwidth' not in p.stderr:
+        fail('table without a1: ' + p.stderr)
     # Bad input: no trace.
     p = run([a.invmw, 'predict', '--replay', a.work, '--platform', 'fast-cops',
              '--tables', a.tables], env=env, expect_rc=1)

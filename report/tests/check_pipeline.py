@@ -162,6 +162,16 @@ def main():
         for f in files:
             check_validation(os.path.join(vdir, f), db, html)
         db.close()
+        # Trace replay (issue 19): one replay per traced validation run of the reference, on
+        # both platforms' tables, and the section with a row per validation point.
+        rdir = os.path.join(out, "replay")
+        replays = sorted(f for f in os.listdir(rdir) if f.endswith(".json"))
+        assert len(replays) == 4, f"expected 4 replays (2 points x 2 replications): {replays}"
+        for f in replays:
+            r = json.load(open(os.path.join(rdir, f)))
+            assert r["run_platforms"] == ["emu-4x50-shm", "emu-4x50-100mbit"], r["run_platforms"]
+            assert all(p["predicted_wall_s"] > 0 for p in r["replay"]["platforms"]), f
+        assert "Trace replay (SimGrid) next to the analytic model" in html, "no replay section"
         # Naming the missing file is part of the contract.
         os.remove(os.path.join(out, "fit.json"))
         r = subprocess.run([os.path.join(build, "bin", "invmw"), "report", out],
