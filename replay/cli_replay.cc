@@ -178,7 +178,8 @@ int RunPredictReplay(int argc, char** argv) {
       }
       std::fprintf(stderr,
                    "invmw: warning: predict --replay: calls SimGrid's replay cannot express are "
-                   "not simulated (%.2f%% of the ranks' measured time): %s\n",
+                   "not simulated (%.2f%% of the ranks' measured time; a probe's wait moves to "
+                   "the receive after it): %s\n",
                    100 * share, names.c_str());
     }
     out["ranks"] = ranks;
