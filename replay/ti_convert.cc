@@ -229,12 +229,21 @@ class RankConverter {
           Collective(name, x, &problem);
           break;
         case TraceEvent::kNonBlockingCollectiveRequest:
-          break;  // the collective is replayed where it completes
-        case TraceEvent::kNonBlockingCollectiveComplete:
+          // The collective is replayed where it completes; its start's name tells a
+          // neighbourhood collective from the one whose operation code it shares.
+          started_by_[x.request] = name;
+          break;
+        case TraceEvent::kNonBlockingCollectiveComplete: {
           // Replay has no ibarrier/ibcast/...: the blocking form at the call that completes
           // it (the overlap with the computation in between is not replayed).
-          Collective(name + " (completing a nonblocking collective)", x, &problem);
+          auto it = started_by_.find(x.request);
+          const std::string started = it != started_by_.end() ? it->second : std::string();
+          if (it != started_by_.end()) started_by_.erase(it);
+          Collective(name + " (completing " +
+                         (started.empty() ? "a nonblocking collective" : started) + ")",
+                     x, &problem);
           break;
+        }
         default:
           break;
       }
@@ -476,6 +485,7 @@ class RankConverter {
   std::vector<std::string>* out_ = nullptr;
   std::vector<Pending> posts_;
   std::unordered_map<uint64_t, Pending> isends_;
+  std::unordered_map<uint64_t, std::string> started_by_;  // nonblocking collective -> its start
   const VCollectives* vcoll_;
   std::map<uint32_t, size_t> vk_;  // instances of each v-collective seen so far
   int64_t tag_base_;

@@ -252,6 +252,34 @@ TEST(TiConvert, CollectivesRewrittenAsPointToPoint) {
   EXPECT_EQ(c.unexpressed[0].calls, 3u);
 }
 
+// A nonblocking neighbourhood collective shares Alltoallv's operation code and completes in
+// MPI_Wait: its start's name keeps it from the Alltoallv rewrite; an Ialltoallv is rewritten.
+TEST(TiConvert, NonblockingNeighbourCollectiveIsListed) {
+  Builder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.Enter(r, "MPI_Init", 0);
+    b.Leave(r, "MPI_Init", 1);
+    const char* starts[] = {"MPI_Ineighbor_alltoallv", "MPI_Ialltoallv"};
+    for (int k = 0; k < 2; ++k) {
+      b.Enter(r, starts[k], 1);
+      b.Add(r, TraceEvent::kNonBlockingCollectiveRequest, 1).request = 7 + k;
+      b.Leave(r, starts[k], 1);
+      b.Enter(r, "MPI_Wait", 1);
+      TraceEvent& e = b.Add(r, TraceEvent::kNonBlockingCollectiveComplete, 1);
+      e.coll_op = 9, e.comm = 0, e.peer = -1, e.bytes = 16, e.bytes_recv = 16, e.request = 7 + k;
+      b.Leave(r, "MPI_Wait", 1);
+    }
+    b.Enter(r, "MPI_Finalize", 1);
+    b.Leave(r, "MPI_Finalize", 1);
+  }
+  Conversion c = ConvertTrace(b.t, {});
+  // Pair (0, 1): floor(16 x 16 / 32) = 8 bytes, tag 0 + 1 + 9.
+  EXPECT_EQ(c.actions[0], (std::vector<std::string>{"init", "isend 1 10 8", "recv 1 10 8",
+                                                    "wait 0 1 10", "finalize"}));
+  ASSERT_EQ(c.unexpressed.size(), 1u);
+  EXPECT_EQ(c.unexpressed[0].function, "MPI_Wait (completing MPI_Ineighbor_alltoallv)");
+}
+
 // The measured wall starts at the first MPI_Init leave; a rank that left later starts later.
 TEST(TiConvert, LaunchSkewIsASleep) {
   Builder b(2);
