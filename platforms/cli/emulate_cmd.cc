@@ -135,7 +135,8 @@ int RunExec(int argc, char** argv) {
       "DIR/traces.otf2 (docs/platforms.md \"Simulated clusters\").");
   args.Option("--ranks", "N", &ranks_text, "rank slots to set up (default: the platform's nodes)")
       .Flag("--print-launcher", &print_launcher,
-            "print the mpirun options the platform needs and exit")
+            "print the mpirun options the platform needs and exit (a simulated platform: "
+            "smpirun, its launcher)")
       .Flag("--verbose", &verbose, "say what is set up and removed")
       .Option("--out", "DIR", &out_dir,
               "simulated platforms: write the platform files, SMPI's trace, raw/ and "
@@ -160,7 +161,9 @@ int RunExec(int argc, char** argv) {
   }
   if (print_launcher) {
     if (!cmd.empty()) return Fail("--print-launcher takes no command");
-    std::printf("%s\n", Join(LauncherOptions(p)).c_str());
+    // A simulated platform replaces the launcher itself: the runner reads this to start
+    // `platform exec NAME --out DIR -- <program>-smpi ARGS` instead of a launcher line.
+    std::printf("%s\n", p.simulated ? "smpirun" : Join(LauncherOptions(p)).c_str());
     return 0;
   }
   if (cmd.empty()) return Fail("no command: put it after `--` (see --help)");
