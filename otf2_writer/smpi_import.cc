@@ -111,6 +111,9 @@ const Kind* KindOf(const std::string& name) {
   return nullptr;
 }
 
+// Ranks are dense from 0 in SMPI's traces; a larger number would only size the rank table.
+constexpr uint64_t kMaxRanks = uint64_t(1) << 20;
+
 [[noreturn]] void Fail(const std::string& source, uint64_t line, const std::string& what) {
   throw SmpiTraceError(source + ":" + std::to_string(line) + ": " + what);
 }
@@ -220,8 +223,10 @@ SmpiTrace ParsePaje(std::string_view text, const std::string& source) {
       std::string_view name = field("Name", true);
       if (name.substr(0, 5) == "rank-") {
         uint64_t r = 0;
-        if (!ParseUint(name.substr(5), &r) || r >= (1u << 24))
-          Fail(source, lineno, "container '" + std::string(name) + "' is not rank-N");
+        if (!ParseUint(name.substr(5), &r) || r >= kMaxRanks)
+          Fail(source, lineno,
+               "container '" + std::string(name) + "' is not rank-N (N below " +
+                   std::to_string(kMaxRanks) + ")");
         rank_of[std::string(field("Alias", true))] = static_cast<int32_t>(r);
         rank_ref(static_cast<int32_t>(r));
       }
