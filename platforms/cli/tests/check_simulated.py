@@ -6,7 +6,8 @@
    within 1%, every Opal response is there, and with one server t_par_comp is the declared work
    over the table's host speed: s x (10 + 100) flops x n(n-1)/2 pairs x a3 / 100.
 2. Scale: 64 and 256 ranks on sim-256-fast-cops run and give the responses; the servers' part
-   shrinks with p as the work is divided.
+   shrinks with p as the work is divided. master-worker (validation-master-worker, one point)
+   takes its workers' declared work; probe-barrier-smpi gives one b5 in both replications.
 3. Bad input: no smpirun on PATH, a table without a1, a broken platform file, a program
    without an SMPI build: each a clear error naming what is wrong.
 Exit 77 (skip) when smpirun or the SMPI builds are missing.
@@ -69,9 +70,10 @@ def main():
     if not shutil.which("smpirun"):
         print("SKIP: smpirun not on PATH (Debian libsimgrid-dev)")
         return 77
-    if not os.access(os.path.join(bindir, "opal-mini-smpi"), os.X_OK):
-        print("SKIP: opal-mini-smpi is not built (smpicc)")
-        return 77
+    for prog in ("opal-mini-smpi", "master-worker-smpi", "probe-barrier-smpi"):
+        if not os.access(os.path.join(bindir, prog), os.X_OK):
+            print(f"SKIP: {prog} is not built (smpicc)")
+            return 77
     failures = []
     work = tempfile.mkdtemp(prefix="invmw-simulated-")
     try:
@@ -125,6 +127,29 @@ def main():
             if not expected / p * 0.9 <= par <= expected / p * 2:
                 failures.append(f"{p + 1} ranks: t_par_comp {par} is not about the one-server "
                                 f"work / {p} = {expected / p}")
+
+        # master-worker's shipped validation design, point 3 (3 workers, 2000 units of 2000
+        # flops per task, 48 tasks, 1000 bytes): the workers' declared work bounds the wall time.
+        mw = os.path.join(os.path.dirname(__file__), "..", "..", "..", "experiments", "designs",
+                          "validation-master-worker.toml")
+        run([invmw, "experiment", "run", mw, "--platform", "sim-16-fast-cops", "--point", "3",
+             "--db", db])
+        r = rows(invmw, db, "validation-master-worker")[0]
+        ideal = 48 * 2000 * 2000 / 102e6 / 3
+        wall = float(r["wall_s"])
+        print(f"master-worker: w=3 wall_s {wall:.6f} s, declared work / 3 workers {ideal:.6f} s")
+        if not ideal <= wall <= ideal * 1.15:
+            failures.append(f"master-worker: wall_s {wall} not within [1, 1.15] x {ideal}")
+
+        # probe-barrier's SMPI build on the simulated cluster: b5 there, the same every time.
+        r = run([invmw, "platform", "exec", "sim-16-fast-cops", "--ranks", "8", "--",
+                 os.path.join(bindir, "probe-barrier-smpi"), "--reps", "50", "--replications",
+                 "2"])
+        means = [l for l in r.stdout.splitlines() if l.startswith('{"probe":"barrier"')]
+        vals = {l.split('"mean_s":')[1].rstrip("}") for l in means}
+        print("probe-barrier-smpi:", means)
+        if len(means) != 2 or len(vals) != 1 or not float(vals.pop()) > 1.5e-05:
+            failures.append(f"probe-barrier-smpi: {means}")
 
         # 3. Bad input.
         empty = os.path.join(work, "empty-path")
