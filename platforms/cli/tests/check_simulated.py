@@ -9,7 +9,8 @@
    shrinks with p as the work is divided. master-worker (validation-master-worker, one point)
    takes its workers' declared work; probe-barrier-smpi gives one b5 in both replications.
 3. Bad input: no smpirun on PATH, a table without a1, a broken platform file, a program
-   without an SMPI build: each a clear error naming what is wrong.
+   without an SMPI build, `platform probe` on a simulated cluster: each a clear error naming
+   what is wrong.
 Exit 77 (skip) when smpirun or the SMPI builds are missing.
 """
 import argparse
@@ -192,6 +193,11 @@ def main():
         r = run([invmw, "platform", "list"], env=env, check=False)
         if "badnodes" not in r.stdout or "INVALID" not in r.stdout or "nobw" not in r.stdout:
             failures.append(f"platform list with simulated files: {r.stdout!r}")
+
+        r = run([invmw, "platform", "probe", "--name", "x", "--platform", "sim-16-fast-cops",
+                 "--out", os.path.join(work, "p.toml")], check=False)
+        if r.returncode == 0 or "is a simulated cluster" not in r.stdout:
+            failures.append(f"probe on a simulated platform: exit {r.returncode}, {r.stdout!r}")
 
         prog = os.path.join(work, "no-smpi-build")
         shutil.copy("/bin/true", prog)
