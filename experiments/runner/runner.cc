@@ -170,6 +170,19 @@ class DesignRun {
     if (platform_ != "local")
       launcher_options_ = SplitWords(Capture(
           {o_.invmw, "platform", "exec", "--print-launcher", platform_}, "platform " + platform_));
+    // A simulated cluster (platforms/simulated) runs the program's SMPI build under smpirun:
+    // `platform exec` says so by naming smpirun as the platform's launcher.
+    simulated_ = launcher_options_.size() == 1 && launcher_options_[0] == "smpirun";
+    if (simulated_) {
+      launcher_options_.clear();
+      const std::string smpi = program_ + "-smpi";
+      if (!Executable(smpi))
+        throw std::runtime_error(d_.file + ": command.program: " + program_ +
+                                 " has no SMPI build " + smpi + " for simulated platform " +
+                                 platform_ + " (built with smpicc from Debian libsimgrid-dev: " +
+                                 "the target " + fs::path(smpi).filename().string() + ")");
+      program_ = smpi;
+    }
     points_ = ExpandPoints(d_);
 
     if (o_.dry_run) {
@@ -278,6 +291,14 @@ class DesignRun {
     for (const auto& [k, v] : d_.command.env) L.env[k] = Substitute(v, values);
     int ranks = static_cast<int>(p.derived.at("ranks"));
     std::vector<std::string>& a = L.argv;
+    if (simulated_) {
+      // No launcher and no preload: smpirun starts the ranks inside libsimgrid, and the run
+      // directory's trace comes from SMPI's own (platforms/cli/simulated_exec.h).
+      a = {o_.invmw, "platform", "exec", platform_, "--ranks", std::to_string(ranks),
+           "--out",  run_dir,    "--",   program};
+      a.insert(a.end(), args.begin(), args.end());
+      return L;
+    }
     if (platform_ != "local")
       a = {o_.invmw, "platform", "exec", platform_, "--ranks", std::to_string(ranks), "--"};
     a.insert(a.end(), {o_.invmw, "run", "--trace", "--out", run_dir, "--"});
@@ -442,6 +463,7 @@ class DesignRun {
   FILE* out_;
   std::string platform_, runs_dir_, program_;
   std::vector<std::string> launcher_options_;
+  bool simulated_ = false;
   std::vector<Point> points_;
   sigset_t old_mask_;
   double analysis_s_ = 0;

@@ -10,6 +10,8 @@
 //   emulated:  invmw platform exec P --ranks N -- invmw run --trace --out DIR --
 //                <launcher[0]> <platform's launcher options> <launcher[1..]>
 //                invmw platform slot -- <program> <args>
+//   simulated: invmw platform exec P --ranks N --out DIR -- <program>-smpi <args>
+//                (SimGrid's smpirun replaces the launcher; the trace is SMPI's, converted)
 // started in its own process group (cwd = DIR, output in DIR/runner.log), killed on timeout;
 // then the responses from the trace (responses.h), then one transactional write.
 //

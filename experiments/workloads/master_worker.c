@@ -176,6 +176,20 @@ static void run_worker(const mw_options* o, double t_base) {
     double x = 1.0;
     for (long k = 0; k < o->bytes_in; ++k) x += in[k] * 1e-9;
     double units = 0;
+#ifdef INVMW_SMPI
+    /* Under SimGrid's SMPI (smpicc -DINVMW_SMPI, run with smpi/simulate-computation:no) the
+     * work is declared, not timed: a unit is 2000 flops (1000 multiply-adds), a time grain
+     * the simulated seconds themselves. MPI_Wtime does not advance while computing there, so
+     * the timed loop below would never end. */
+    if (o->grain_is_time) {
+      x = work_unit(x);
+      units = 1;
+      smpi_execute(o->grain);
+    } else {
+      for (units = 0; units < o->grain; ++units) x = work_unit(x);
+      smpi_execute_flops(2000.0 * units);
+    }
+#else
     if (o->grain_is_time) {
       while (MPI_Wtime() - t2 < o->grain) {
         x = work_unit(x);
@@ -184,6 +198,7 @@ static void run_worker(const mw_options* o, double t_base) {
     } else {
       for (units = 0; units < o->grain; ++units) x = work_unit(x);
     }
+#endif
     for (long k = 0; k < o->bytes_out; ++k) out[k] = (unsigned char)((long)(x * 1e6) + k);
     double t3 = MPI_Wtime();
     MPI_Send(out, (int)o->bytes_out, MPI_BYTE, 0, kTagResult, MPI_COMM_WORLD);

@@ -5,6 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Under SimGrid's SMPI (built with smpicc -DINVMW_SMPI) each kernel computes as always and then
+ * declares its work, so the simulated time is the declared flops over the host speed of the
+ * platform and not the time this machine took (run with smpi/simulate-computation:no, which
+ * makes the simulation deterministic). The counts are the platform tables' conventions
+ * (platforms/tables/README.md): 10 flops per candidate pair checked (a2), 100 per pair energy
+ * (a3), 100 per mass center of bonded work (a4), which also covers the integration step. */
+#ifdef INVMW_SMPI
+#include <smpi/smpi.h>
+#define OPAL_DECLARE_FLOPS(f) smpi_execute_flops((double)(f))
+#else
+#define OPAL_DECLARE_FLOPS(f) ((void)0)
+#endif
+
 /* Lennard-Jones parameters (sigma in Angstrom, epsilon in kcal/mol) and masses of the solute
  * atom types (CHARMM-like values) and of a water mass center (TIP3P oxygen). */
 typedef struct {
@@ -179,6 +192,7 @@ long opal_pairlist_update(const opal_candidates* c, const double* x, double rc,
   }
   while (next_row <= list->n) list->row_start[next_row++] = count;
   list->pairs = count;
+  OPAL_DECLARE_FLOPS(10.0 * (double)c->pairs);
   return (long)count;
 }
 
@@ -218,6 +232,7 @@ void opal_pair_energy(const opal_system* sys, const opal_pair_list* list, const 
   }
   *e_lj = lj;
   *e_coulomb = coulomb;
+  OPAL_DECLARE_FLOPS(100.0 * (double)list->pairs);
 }
 
 /* Force constants of the bonded terms: solute chain, or any water center taking part. */
@@ -276,6 +291,7 @@ double opal_bonded(const opal_system* sys, const double* x, double* grad) {
       }
     }
   }
+  OPAL_DECLARE_FLOPS(100.0 * (double)n);
   return energy;
 }
 

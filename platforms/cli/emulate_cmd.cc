@@ -19,6 +19,7 @@
 #include "platforms/emulate/cpu_slots.h"
 #include "platforms/emulate/platform.h"
 #include "platforms/emulate/session.h"
+#include "platforms/cli/simulated_exec.h"
 
 namespace invmw::platforms::cli {
 namespace {
@@ -35,6 +36,9 @@ std::string Join(const std::vector<std::string>& v) {
 
 std::string Summary(const Platform& p, int ranks) {
   std::string s;
+  if (p.simulated)
+    return std::to_string(p.nodes) + " simulated host(s), SimGrid SMPI, table " + p.table +
+           (p.computation == "host" ? ", host-timed computation" : ", declared computation");
   if (p.HasQuota()) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld us)%s", ranks,
@@ -110,7 +114,7 @@ ExecResult ExecOnPlatform(const Platform& p, int ranks, bool verbose,
 
 int RunExec(int argc, char** argv) {
   bool done = false, print_launcher = false, verbose = false;
-  std::string ranks_text;
+  std::string ranks_text, out_dir;
   std::vector<std::string> pos, cmd;
   Args args(
       "invmw platform exec [options] NAME|FILE -- COMMAND [ARGS...]\n"
@@ -124,11 +128,19 @@ int RunExec(int argc, char** argv) {
       "removed at every start.\n\n"
       "Each rank must join its slot: put `invmw platform slot --` before the program in\n"
       "the launcher line. COMMAND gets the platform's MPI settings as OMPI_MCA_* variables\n"
-      "too; --print-launcher prints them as mpirun options, for the record.");
+      "too; --print-launcher prints them as mpirun options, for the record.\n\n"
+      "A simulated platform (kind = \"simgrid\", platforms/simulated) runs COMMAND, an SMPI\n"
+      "program (built with smpicc) and its arguments without launcher, under smpirun on the\n"
+      "SimGrid export of the platform's table; with --out, SMPI's trace becomes DIR/raw and\n"
+      "DIR/traces.otf2 (docs/platforms.md \"Simulated clusters\").");
   args.Option("--ranks", "N", &ranks_text, "rank slots to set up (default: the platform's nodes)")
       .Flag("--print-launcher", &print_launcher,
-            "print the mpirun options the platform needs and exit")
+            "print the mpirun options the platform needs and exit (a simulated platform: "
+            "smpirun, its launcher)")
       .Flag("--verbose", &verbose, "say what is set up and removed")
+      .Option("--out", "DIR", &out_dir,
+              "simulated platforms: write the platform files, SMPI's trace, raw/ and "
+              "traces.otf2 into DIR (an existing directory)")
       .Positional("NAME|FILE", &pos, 1, 1)
       .Rest("COMMAND", &cmd, "the command to run on the platform")
       .Epilog(
@@ -149,18 +161,25 @@ int RunExec(int argc, char** argv) {
   }
   if (print_launcher) {
     if (!cmd.empty()) return Fail("--print-launcher takes no command");
-    std::printf("%s\n", Join(LauncherOptions(p)).c_str());
+    // A simulated platform replaces the launcher itself: the runner reads this to start
+    // `platform exec NAME --out DIR -- <program>-smpi ARGS` instead of a launcher line.
+    std::printf("%s\n", p.simulated ? "smpirun" : Join(LauncherOptions(p)).c_str());
     return 0;
   }
   if (cmd.empty()) return Fail("no command: put it after `--` (see --help)");
   int ranks = 0;
+  const long max_ranks = p.simulated ? 1000000 : 1024;
   if (!ranks_text.empty()) {
     char* end = nullptr;
     long v = std::strtol(ranks_text.c_str(), &end, 10);
-    if (!end || *end || v < 1 || v > 1024)
-      return Fail("--ranks: expected an integer from 1 to 1024, got '" + ranks_text + "'");
+    if (!end || *end || v < 1 || v > max_ranks)
+      return Fail("--ranks: expected an integer from 1 to " + std::to_string(max_ranks) +
+                  ", got '" + ranks_text + "'");
     ranks = static_cast<int>(v);
   }
+  // A simulated cluster: COMMAND is the SMPI program itself, smpirun the launcher.
+  if (p.simulated) return ExecSimulated(p, ranks, out_dir, cmd);
+  if (!out_dir.empty()) return Fail("--out applies to simulated platforms only");
 
   // Signals that arrive during set-up or teardown must not leave resources behind: hold them
   // until the command runs (Exec passes them on) and re-raise after the teardown.
@@ -278,12 +297,13 @@ int RunSlot(int argc, char** argv) {
 int RunList(int argc, char** argv) {
   bool done = false, verbose = false;
   Args args("invmw platform list [--verbose]",
-            "Lists the run platforms (platforms/emulated/*.toml, or $INVMW_EMULATE_DIR) with\n"
+            "Lists the run platforms (platforms/emulated/*.toml, or $INVMW_EMULATE_DIR, and the\n"
+            "simulated clusters of platforms/simulated/*.toml beside it) with\n"
             "what each sets up. Not to be confused with `invmw platform show`, which prints\n"
             "the fitter's platform parameter tables.");
   args.Flag("--verbose", &verbose, "also print descriptions, caveats and mpirun options");
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
-  std::printf("run platforms in %s:\n", PlatformsDir().c_str());
+  std::printf("run platforms in %s and %s:\n", PlatformsDir().c_str(), SimulatedDir().c_str());
   int bad = 0;
   for (const auto& n : ListPlatforms()) {
     try {

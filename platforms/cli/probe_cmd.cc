@@ -16,6 +16,7 @@
 #include "fitter/platform_table.h"
 #include "fitter/probe.h"
 #include "platforms/cli/probe_runs.h"
+#include "platforms/emulate/platform.h"
 
 #ifndef INVMW_FIT_MPI_LAUNCHER
 #define INVMW_FIT_MPI_LAUNCHER "mpirun"
@@ -154,6 +155,20 @@ int RunProbe(int argc, char** argv) {
   if (int rc_ = args.Parse(argc, argv, &done); rc_ || done) return rc_;
   std::string err;
   if (!CheckSettings(&s, &err)) return Fail("platform probe: " + err);
+  if (!s.emu.empty() && s.from_raw.empty()) {
+    // The probes here are MPI programs under mpirun; a simulated cluster runs SMPI builds
+    // under smpirun, and its parameters are its table's by construction.
+    try {
+      emulate::Platform p = emulate::LoadPlatform(s.emu);
+      if (p.simulated)
+        return Fail("platform probe: --platform " + s.emu +
+                    " is a simulated cluster: its parameters are those of its table (" + p.table +
+                    "); to measure them through SMPI run `invmw platform exec " + s.emu +
+                    " --ranks 2 -- probe-pingpong-smpi` (or probe-barrier-smpi)");
+    } catch (const emulate::PlatformError& e) {
+      return Fail(std::string("platform probe: ") + e.what());
+    }
+  }
 
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);

@@ -116,6 +116,73 @@ bool ParseBytes(const std::string& s, int64_t* bytes) {
   return true;
 }
 
+namespace {
+
+// kind = "simgrid": a simulated cluster (platforms/simulated). The table is resolved and
+// exported when the platform runs (platforms/cli), where the fitter's table reader lives.
+Platform ParseSimulated(const toml::table& doc, const std::string& source) {
+  static const std::set<std::string> kKeys = {"name",  "description", "kind",        "table",
+                                              "nodes", "cfg",         "computation", "caveat"};
+  for (const auto& [k, v] : doc)
+    if (!kKeys.count(std::string(k.str())))
+      throw PlatformError(Where(source, k.source()) + "unknown key '" + std::string(k.str()) +
+                          "' for kind = \"simgrid\" (expected name, description, caveat, kind, "
+                          "table, nodes, cfg, computation)");
+  auto where = [&](const char* key) {
+    const toml::node* n = doc.get(key);
+    return n ? Where(source, n->source()) : source + ": ";
+  };
+  auto str = [&](const char* key, bool required, const std::string& def) -> std::string {
+    const toml::node* n = doc.get(key);
+    if (!n) {
+      if (required) throw PlatformError(source + ": missing '" + key + "' (a string)");
+      return def;
+    }
+    auto v = n->value<std::string>();
+    if (!v || v->empty())
+      throw PlatformError(Where(source, n->source()) + "'" + key + "' must be a non-empty string");
+    return *v;
+  };
+  Platform p;
+  p.simulated = true;
+  p.name = str("name", true, "");
+  p.description = str("description", true, "");
+  p.caveat = doc.get("caveat") ? str("caveat", false, "") : "";
+  if (p.name.find_first_of("/ \t") != std::string::npos)
+    throw PlatformError(where("name") + "'name' must be a non-empty word without '/'");
+  p.table = str("table", true, "");
+  const toml::node* n = doc.get("nodes");
+  if (!n) throw PlatformError(source + ": missing 'nodes' (simulated hosts, an integer)");
+  auto v = n->value<int64_t>();
+  if (!v || *v < 2 || *v > 1000000)
+    throw PlatformError(where("nodes") +
+                        "'nodes' must be an integer from 2 to 1000000 "
+                        "(simulated hosts; ranks beyond them share hosts)");
+  p.nodes = static_cast<int>(*v);
+  if (const toml::node* c = doc.get("cfg")) {
+    const toml::array* a = c->as_array();
+    if (!a) throw PlatformError(where("cfg") + "'cfg' must be an array of strings");
+    for (const auto& item : *a) {
+      auto s = item.value<std::string>();
+      // NAME:VALUE, as smpirun's --cfg takes it; passed as one argument, never through a shell.
+      if (!s || s->empty() || s->find(':') == std::string::npos ||
+          s->find(' ') != std::string::npos)
+        throw PlatformError(Where(source, item.source()) +
+                            "'cfg' entries must be SMPI settings NAME:VALUE without blanks "
+                            "(e.g. \"smpi/async-small-thresh:65536\")");
+      p.cfg.push_back(*s);
+    }
+  }
+  p.computation = str("computation", false, "declared");
+  if (p.computation != "declared" && p.computation != "host")
+    throw PlatformError(where("computation") + "'computation' is '" + p.computation +
+                        "'; expected \"declared\" (smpi_execute_flops only, deterministic) or "
+                        "\"host\" (SMPI also times this machine's computation)");
+  return p;
+}
+
+}  // namespace
+
 Platform ParsePlatform(const std::string& text, const std::string& source) {
   toml::table doc;
   try {
@@ -123,6 +190,13 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
   } catch (const toml::parse_error& e) {
     throw PlatformError(source + ":" + std::to_string(e.source().begin.line) + ": " +
                         std::string(e.description()));
+  }
+  if (const toml::node* k = doc.get("kind")) {
+    auto v = k->value<std::string>();
+    if (v && *v == "simgrid") return ParseSimulated(doc, source);
+    throw PlatformError(Where(source, k->source()) +
+                        "'kind' must be \"simgrid\" (a simulated cluster); emulated platforms "
+                        "have no kind");
   }
   static const std::set<std::string> kKeys = {
       "name",    "description", "caveat", "nodes", "ranks",           "cpu_quota", "period_us",
@@ -271,6 +345,9 @@ Platform LoadPlatform(const std::string& name_or_path) {
   } else {
     if (name_or_path.empty()) throw PlatformError("empty platform name");
     path = PlatformsDir() + "/" + name_or_path + ".toml";
+    if (access(path.c_str(), F_OK) != 0 && errno == ENOENT &&
+        access((SimulatedDir() + "/" + name_or_path + ".toml").c_str(), F_OK) == 0)
+      path = SimulatedDir() + "/" + name_or_path + ".toml";
     if (access(path.c_str(), F_OK) != 0) {
       // Only a file that is not there is "no such platform": a directory this user may not
       // enter (a checkout under a private directory) is that, and says so.
@@ -295,12 +372,22 @@ Platform LoadPlatform(const std::string& name_or_path) {
   return p;
 }
 
+std::string SimulatedDir() {
+  std::string d = PlatformsDir();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  size_t slash = d.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : d.substr(0, slash)) + "/simulated";
+}
+
 std::vector<std::string> ListPlatforms() {
   std::vector<std::string> out;
-  if (DIR* dp = opendir(PlatformsDir().c_str())) {
+  for (const std::string& dir : {PlatformsDir(), SimulatedDir()}) {
+    DIR* dp = opendir(dir.c_str());
+    if (!dp) continue;
     while (dirent* e = readdir(dp)) {
       std::string n = e->d_name;
-      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0)
+      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0 &&
+          std::find(out.begin(), out.end(), n.substr(0, n.size() - 5)) == out.end())
         out.push_back(n.substr(0, n.size() - 5));
     }
     closedir(dp);
@@ -312,6 +399,7 @@ std::vector<std::string> ListPlatforms() {
 
 std::vector<std::string> LauncherOptions(const Platform& p) {
   std::vector<std::string> o;
+  if (p.simulated) return o;  // smpirun is the launcher there (platforms/cli/simulated_exec.h)
   if (p.nodes > 0) {
     // The cgroup quota, not a core binding, decides how much CPU a rank gets; binding would pin
     // several quota-limited ranks to one core while the other idles.
@@ -330,6 +418,7 @@ std::vector<std::string> LauncherOptions(const Platform& p) {
 
 std::vector<std::pair<std::string, std::string>> LauncherEnvironment(const Platform& p) {
   std::vector<std::pair<std::string, std::string>> env;
+  if (p.simulated) return env;
   if (p.nodes > 0) {
     env.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
     env.emplace_back("OMPI_MCA_hwloc_base_binding_policy", "none");

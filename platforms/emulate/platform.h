@@ -74,6 +74,15 @@ struct Platform {
   // time varied 12-13% between runs unpinned, 5% pinned, on emu-4x50-shm).
   bool pin_cores = true;
 
+  // kind = "simgrid" (platforms/simulated/*.toml, issue 19): a cluster SimGrid's SMPI
+  // simulates, exported from a platform table. None of the emulation fields apply to it.
+  bool simulated = false;
+  std::string table;             // platform table: a name in platforms/tables, or a path
+  std::vector<std::string> cfg;  // extra smpirun --cfg=... settings, as written
+  // "declared": the SMPI builds' smpi_execute_flops alone make computation time
+  // (smpi/simulate-computation:no, deterministic); "host": SMPI also times the host's code.
+  std::string computation = "declared";
+
   bool HasQuota() const { return cpu_quota > 0; }
   bool HasNamespace() const { return network == Network::kTcp; }
   bool NeedsRoot() const { return HasQuota() || HasNamespace(); }
@@ -94,7 +103,12 @@ Platform LoadPlatform(const std::string& name_or_path);
 // Parses a platform description; `source` names it in messages. Throws PlatformError.
 Platform ParsePlatform(const std::string& text, const std::string& source);
 
-// Names of the platforms in PlatformsDir() (plus "local" when no file shadows it), sorted.
+// Directory of the simulated run platforms: the directory "simulated" beside PlatformsDir()
+// (platforms/simulated in the source tree, share/invmw/simulated installed).
+std::string SimulatedDir();
+
+// Names of the platforms in PlatformsDir() and SimulatedDir() (plus "local" when no file
+// shadows it), sorted.
 std::vector<std::string> ListPlatforms();
 
 // "100mbit", "1gbit", "10mbit", "500kbit", "1.5gbit", "12500000bit" -> bits per second.

@@ -182,6 +182,36 @@ TEST(Platform, UnknownNameListsTheAvailableOnes) {
   }
 }
 
+TEST(Platform, SimulatedClusterKeysAndErrors) {
+  const std::string base = std::string(kHeader) + "kind = \"simgrid\"\ntable = \"fast-cops\"\n";
+  Platform p =
+      ParsePlatform(base + "nodes = 16\ncfg = [\"smpi/async-small-thresh:65536\"]\n", "p.toml");
+  EXPECT_TRUE(p.simulated);
+  EXPECT_EQ(p.nodes, 16);
+  EXPECT_EQ(p.table, "fast-cops");
+  ASSERT_EQ(p.cfg.size(), 1u);
+  EXPECT_EQ(p.computation, "declared");
+  EXPECT_FALSE(p.NeedsRoot());
+  EXPECT_TRUE(LauncherOptions(p).empty());
+  EXPECT_TRUE(LauncherEnvironment(p).empty());
+  EXPECT_NE(ErrorOf(base).find("missing 'nodes'"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + "nodes = 1\n").find("p.toml:5: 'nodes' must be"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + "nodes = 4\ncpu_quota = 0.5\n").find("unknown key 'cpu_quota'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(base + "nodes = 4\ncfg = [\"x y\"]\n").find("NAME:VALUE"), std::string::npos);
+  EXPECT_NE(ErrorOf(base + "nodes = 4\ncomputation = \"fast\"\n").find("\"declared\""),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(std::string(kHeader) + "kind = \"simgrid\"\nnodes = 4\n").find("missing 'table'"),
+      std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHeader) + "kind = \"slurm2\"\n").find("'kind' must be"),
+            std::string::npos);
+  // The shipped ones load by name from platforms/simulated beside platforms/emulated.
+  Platform s = LoadPlatform("sim-16-fast-cops");
+  EXPECT_TRUE(s.simulated);
+  EXPECT_NE(s.path.find("/simulated/"), std::string::npos) << s.path;
+}
+
 TEST(Owner, NamesRoundTripAndDeadOwnersAreStale) {
   Owner self = SelfOwner();
   EXPECT_EQ(self.pid, getpid());
