@@ -187,6 +187,25 @@ TEST(ModelTransfer, BadSpecs) {
   } catch (const SearchError& e) {
     EXPECT_NE(std::string(e.what()).find("'bytes' = -1"), std::string::npos) << e.what();
   }
+  DataTable zero = d;  // a zero time: an error naming the row; a missing one: left out
+  zero.rows[2][4] = 0;
+  try {
+    FitCommRates(zero, "t_comm", "bytes", "messages");
+    ADD_FAILURE() << "no error";
+  } catch (const SearchError& e) {
+    EXPECT_NE(std::string(e.what()).find("'t_comm' = 0"), std::string::npos) << e.what();
+  }
+  DataTable few = d;  // fewer rows than the rate fit needs
+  for (size_t r = 2; r < few.rows.size(); ++r) few.rows[r][4] = NAN;
+  try {
+    FitCommRates(few, "t_comm", "bytes", "messages");
+    ADD_FAILURE() << "no error";
+  } catch (const SearchError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 row(s) have"), std::string::npos) << e.what();
+  }
+  DataTable nan = d;
+  nan.rows[0][4] = NAN;
+  EXPECT_EQ(FitCommRates(nan, "t_comm", "bytes", "messages").rows, 74);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // exactly the numbers the other verbs computed; every table is a plain view of one JSON file.
 #include "report/html_report.h"
 #include "common/xml_escape.h"
+#include "report/model_search_section.h"
 
 #include <dirent.h>
 
@@ -311,6 +312,7 @@ std::string BuildPage(const std::string& dir) {
   body += PredictionSection(dir);
   body += Svg(dir, "predict", "Predicted time and speedup per platform");
   body += ValidationSection(dir);
+  body += ModelSearchSection(dir);  // optional: model-search.json (issue 21)
   return std::string(
              "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
              "<title>invmw pipeline report</title>\n<style>\n"
