@@ -61,6 +61,12 @@ def num(s):
         return math.nan
 
 
+def powers(term):
+    """The factor powers of a term without its log factors: 'n^2 * log2(n) * p^(-1)' ->
+    {'n^2', 'p^(-1)'} (Extra-P's lead order up to logarithms)."""
+    return {x.strip() for x in term.split('*') if x.strip() and not x.strip().startswith('log2(')}
+
+
 def is_heldout(row, heldout):
     return any(num(row[f]) in levels for f, levels in heldout.items())
 
@@ -105,7 +111,9 @@ def analyse(inv, db, design, spec, work):
                     'cv_error': sel['cv_error'], 'train_error': sel['train_error']})
         for want in spec['expect'].get(resp, []):
             out['checks'].append({'response': resp, 'term': want,
-                                  'found': want in sel['terms']})
+                                  'found': want in sel['terms'],
+                                  'powers_found': any(powers(t) == powers(want)
+                                                      for t in sel['terms'])})
         points = {}
         for x in test:
             if x.get(resp, '') == '':
@@ -160,7 +168,8 @@ def main():
                 '%.1f%%' % (100 * r['max_rel_error']) if 'max_rel_error' in r else '-',
                 r.get('error', '')[:200]))
         for c in d.get('checks', []):
-            print('  check %s has %s: %s' % (c['response'], c['term'], c['found']))
+            print('  check %s has %s: %s (up to logarithms: %s)' % (
+                c['response'], c['term'], c['found'], c['powers_found']))
     return 0
 
 
