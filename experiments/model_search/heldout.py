@@ -28,7 +28,7 @@ import tempfile
 SPECS = {
     'search-opal': {
         'factors': ['n', 'p'], 'responses': ['t_wall', 't_par_comp', 't_comm'],
-        'compute': ['t_par_comp'], 'heldout': {'p': [7], 'n': [1400]},
+        'compute': ['t_par_comp'], 'heldout': {'p': [7], 'n': [2800]},
         'expect': {'t_par_comp': ['p^(-1) * n^2']}},
     'search-opal-quick': {
         'factors': ['n', 'p'], 'responses': ['t_wall', 't_par_comp'],
