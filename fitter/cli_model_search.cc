@@ -3,7 +3,9 @@
 // that `fit`, `predict`, `plot` and `validate` take.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +18,8 @@
 #include "fitter/file_io.h"
 #include "fitter/fit.h"
 #include "fitter/model_search.h"
+#include "fitter/model_transfer.h"
+#include "fitter/platform_table.h"
 #include "fitter/results_db.h"
 #include "results/results_db.h"
 
@@ -75,7 +79,9 @@ Refit RefitWithCeres(const SearchResult& s, const DataTable& d) {
 int RunModelSearch(int argc, char** argv) {
   bool done = false, json = false, force = false;
   std::string data_path, design, db_path, run_platform, max_terms, out, name = "search";
-  std::vector<std::string> responses, factor_items;
+  std::vector<std::string> responses, factor_items, compute_items;
+  std::string out_table, table_name, machine_table, tables_dir;
+  TransferSpec spec;
   Args args(
       "invmw model search (--design NAME [--db FILE] | --data FILE.csv) --response R... "
       "[options]",
@@ -98,7 +104,25 @@ int RunModelSearch(int argc, char** argv) {
       .Option("--max-terms", "N", &max_terms,
               "most terms in a hypothesis, the constant included (default 3, 2..6)")
       .Option("--out", "FILE", &out, "write the selected models as a model file")
-      .Flag("--force", &force, "overwrite an existing --out file")
+      .Flag("--force", &force, "overwrite an existing --out (or --out-table) file")
+      .Repeated("--compute", "R", &compute_items,
+                "computation responses: their terms scale with --scale-kernel on other machines "
+                "(default with --out-table: t_par_comp, t_seq_comp, t_comp among the responses)")
+      .Option("--scale-kernel", "NAME", &spec.scale_kernel,
+              "platform parameter computation scales with (default a3)")
+      .Option("--comm", "R", &spec.comm,
+              "communication response, modelled as messages*b1 + bytes/(a1*1e6) (needs --bytes, "
+              "--messages)")
+      .Option("--bytes", "COL", &spec.bytes, "column of bytes per run (with --comm)")
+      .Option("--messages", "COL", &spec.messages, "column of messages per run (with --comm)")
+      .Option("--out-table", "FILE", &out_table,
+              "also write the platform table of the measured machine (needs --out)")
+      .Option("--table-name", "NAME", &table_name,
+              "name in the --out-table file (default: its stem)")
+      .Option("--machine-table", "TABLE", &machine_table,
+              "platform table of the machine the data came from (e.g. `invmw platform probe`): "
+              "its --scale-kernel parameter, measures and kernels go into --out-table")
+      .Option("--tables", "DIR", &tables_dir, "directory of platform tables (--machine-table)")
       .Option("--name", "NAME", &name, "model name in the --out file (default search)")
       .Flag("--json", &json, "machine-readable output")
       .Epilog(
@@ -122,6 +146,28 @@ int RunModelSearch(int argc, char** argv) {
   }
   if (!out.empty() && !force && access(out.c_str(), F_OK) == 0)
     return Fail("model search: " + out + " exists (use --force to overwrite it)");
+  spec.compute = SplitList(compute_items);
+  const bool transfer = !spec.compute.empty() || !spec.comm.empty() || !out_table.empty();
+  if (!out_table.empty() && out.empty())
+    return Fail("model search: --out-table needs --out (the table holds the model's parameters)");
+  if (!out_table.empty() && !force && access(out_table.c_str(), F_OK) == 0)
+    return Fail("model search: " + out_table + " exists (use --force to overwrite it)");
+  if (!machine_table.empty() && out_table.empty())
+    return Fail("model search: --machine-table is copied into --out-table; give --out-table");
+  if (spec.comm.empty() != (spec.bytes.empty() || spec.messages.empty()) ||
+      spec.bytes.empty() != spec.messages.empty())
+    return Fail("model search: --comm, --bytes and --messages go together");
+  if (!spec.comm.empty() &&
+      std::find(responses.begin(), responses.end(), spec.comm) == responses.end())
+    return Fail("model search: --comm '" + spec.comm + "' is not one of the --response names");
+  if (transfer && compute_items.empty())
+    for (const auto& r : responses)
+      if (r == "t_par_comp" || r == "t_seq_comp" || r == "t_comp") spec.compute.push_back(r);
+  if (table_name.empty() && !out_table.empty()) {
+    table_name = out_table.substr(out_table.find_last_of('/') + 1);
+    if (table_name.size() > 5 && table_name.substr(table_name.size() - 5) == ".toml")
+      table_name.resize(table_name.size() - 5);
+  }
   try {
     DataTable d = design.empty()
                       ? ReadCsv(data_path)
@@ -134,7 +180,16 @@ int RunModelSearch(int argc, char** argv) {
                   " has no column with two or more values besides the responses (--factors)");
     std::vector<SearchResult> results;
     std::vector<Refit> refits;
-    for (const auto& r : responses) {
+    std::vector<std::string> searched = responses;
+    if (!spec.comm.empty()) {  // the profile columns, searched like the responses
+      searched.push_back(spec.bytes);
+      searched.push_back(spec.messages);
+    }
+    std::unique_ptr<PlatformTable> machine;
+    if (!machine_table.empty())
+      machine = std::make_unique<PlatformTable>(
+          LoadPlatformTable(ResolvePlatformTable(machine_table, tables_dir)));
+    for (const auto& r : searched) {
       results.push_back(SearchModel(d, r, factors, so));
       refits.push_back(RefitWithCeres(results.back(), d));
     }
@@ -145,8 +200,25 @@ int RunModelSearch(int argc, char** argv) {
       if (refits[i].converged)
         for (size_t k = 0; k < written[i].selected.coef.size(); ++k)
           written[i].selected.coef[k] = refits[i].fit.params[k].value;
+    std::unique_ptr<CommRates> rates;
+    if (!spec.comm.empty())
+      rates = std::make_unique<CommRates>(FitCommRates(d, spec.comm, spec.bytes, spec.messages));
     nlohmann::json j;
     j["data"] = d.source;
+    if (transfer) {
+      j["transfer"] = {{"compute", spec.compute}, {"scale_kernel", spec.scale_kernel}};
+      if (rates)
+        j["transfer"]["comm"] = {{"response", spec.comm},
+                                 {"bytes", spec.bytes},
+                                 {"messages", spec.messages},
+                                 {"a1", rates->a1},
+                                 {"a1_std_error", Num(rates->a1_std_error)},
+                                 {"b1", rates->b1},
+                                 {"b1_std_error", Num(rates->b1_std_error)},
+                                 {"rows", rates->rows},
+                                 {"rel_rms", rates->rel_rms},
+                                 {"note", rates->note}};
+    }
     j["factors"] = factors;
     j["max_terms"] = so.max_terms;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -203,11 +275,22 @@ int RunModelSearch(int argc, char** argv) {
       j["responses"].push_back(jr);
     }
     if (!out.empty()) {
-      std::string text =
-          SearchModelToml(written, name, "found by invmw model search in " + d.source);
+      std::string desc = "found by invmw model search in " + d.source;
+      std::string text = transfer ? TransferModelToml(written, spec, rates.get(), name, desc)
+                                  : SearchModelToml(written, name, desc);
       Model::Parse(text, out);  // what is written must load (throws ModelError otherwise)
+      std::string table_text;
+      if (!out_table.empty()) {
+        table_text = FormatPlatformTable(
+            MeasuredTable(written, spec, rates.get(), machine.get(), table_name, d.source));
+        ParsePlatformTable(table_text, out_table);  // it must load too
+      }
       WriteFileAtomic(out, text);
       j["model_file"] = out;
+      if (!out_table.empty()) {
+        WriteFileAtomic(out_table, table_text);
+        j["table_file"] = out_table;
+      }
     }
     if (json) {
       std::printf("%s\n", j.dump(2).c_str());
@@ -258,7 +341,19 @@ int RunModelSearch(int argc, char** argv) {
                       FormulaText(h, s.factors).c_str());
         for (const auto& w : s.warnings) std::fprintf(stderr, "invmw: warning: %s\n", w.c_str());
       }
+      if (rates)
+        std::printf(
+            "\nmeasured machine: %s = %s * b1 + %s / (a1 * 1e6): a1 = %s MB/s, b1 = %s s "
+            "(%d runs, relative RMS error %s%%)%s%s\n",
+            spec.comm.c_str(), spec.messages.c_str(), spec.bytes.c_str(), Fmt(rates->a1, 0).c_str(),
+            Fmt(rates->b1, 0).c_str(), rates->rows, Fmt(100 * rates->rel_rms, 0).c_str(),
+            rates->note.empty() ? "" : "; ", rates->note.c_str());
       if (!out.empty()) std::printf("\nwrote model file %s\n", out.c_str());
+      if (!out_table.empty())
+        std::printf(
+            "wrote platform table %s (predict here: --platform %s; elsewhere: "
+            "--platform OTHER --reference %s)\n",
+            out_table.c_str(), out_table.c_str(), out_table.c_str());
     }
     return 0;
   } catch (const std::exception& e) {

@@ -212,10 +212,14 @@ class Loader {
           p.transfer = pv.value_or(std::string());
           if (p.transfer != "table" && p.transfer != "compute" && p.transfer != "keep")
             Fail(pv, what + " must be \"table\", \"compute\" or \"keep\"");
+        } else if (key == "scale_kernel") {
+          p.scale_kernel = pv.value_or(std::string());
+          if (p.scale_kernel.empty()) Fail(pv, what + " must be a parameter name such as \"a3\"");
         } else {
           throw ModelError(Where(source_, pk.source()) + "unknown key '" + key +
                            "' in parameter '" + p.name +
-                           "' (expected initial, lower, upper, unit, kind, transfer, description)");
+                           "' (expected initial, lower, upper, unit, kind, transfer, scale_kernel, "
+                           "description)");
         }
       }
       if (!has_initial) Fail(v, "parameter '" + p.name + "' lacks 'initial' (a number)");
@@ -223,6 +227,8 @@ class Loader {
       if (p.initial < p.lower || p.initial > p.upper)
         Fail(v, "parameter '" + p.name + "' initial value lies outside [lower, upper]");
       if (p.kind == "application" && !pt->contains("transfer")) p.transfer = "keep";
+      if (!p.scale_kernel.empty() && p.transfer != "compute")
+        Fail(v, "parameter '" + p.name + "' has scale_kernel but transfer is not \"compute\"");
       out->push_back(p);
     }
   }

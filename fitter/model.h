@@ -37,6 +37,9 @@ struct Parameter {
   // How prediction moves the parameter to another platform: "table" (take the target's value),
   // "compute" (scale by the target's kernel time or compute rate), "keep" (reference value).
   std::string transfer = "table";
+  // transfer "compute" only: the kernel (and platform parameter) whose ratio between the tables
+  // scales this one; empty: the parameter's own name. Searched models' coefficients use "a3".
+  std::string scale_kernel;
   double initial = 1;
   double lower = -std::numeric_limits<double>::infinity();
   double upper = std::numeric_limits<double>::infinity();

@@ -55,8 +55,12 @@ ResolvedParameters ResolveParameters(const Model& model, const PlatformTable& ta
       r.values.push_back(tv->value);
       r.origins.push_back("table " + target.name);
     } else if (p.transfer == "compute") {
-      const TableValue* tk = target.Kernel(p.name);
-      const TableValue* rk = ref->Kernel(p.name);
+      // A searched model's coefficients name the kernel they scale with (scale_kernel).
+      const std::string& kn = p.scale_kernel.empty() ? p.name : p.scale_kernel;
+      const TableValue* tk = target.Kernel(kn);
+      const TableValue* rk = ref->Kernel(kn);
+      const TableValue* tp = p.scale_kernel.empty() ? nullptr : target.Parameter(kn);
+      const TableValue* rp = p.scale_kernel.empty() ? nullptr : ref->Parameter(kn);
       const TableValue* tm = target.Measure("mflops_adjusted");
       const TableValue* rm = ref->Measure("mflops_adjusted");
       // Tables built in code bypass the loader's checks; a zero, negative or non-finite rate
@@ -65,6 +69,8 @@ ResolvedParameters ResolveParameters(const Model& model, const PlatformTable& ta
            {std::tuple<const PlatformTable*, std::string, const TableValue*>{
                 &target, "kernels." + p.name, tk},
             {ref, "kernels." + p.name, rk},
+            {&target, "parameters." + kn, tp},
+            {ref, "parameters." + kn, rp},
             {&target, "measures.mflops_adjusted", tm},
             {ref, "measures.mflops_adjusted", rm}}) {
         if (v && !(std::isfinite(v->value) && v->value > 0)) {
@@ -76,6 +82,10 @@ ResolvedParameters ResolveParameters(const Model& model, const PlatformTable& ta
         double f = tk->value / rk->value;
         r.values.push_back(rv->value * f);
         r.origins.push_back("reference " + ref->name + " x kernel time ratio " + Num(f));
+      } else if (tp && rp) {
+        double f = tp->value / rp->value;
+        r.values.push_back(rv->value * f);
+        r.origins.push_back("reference " + ref->name + " x " + kn + " ratio " + Num(f));
       } else if (tm && rm) {
         double f = rm->value / tm->value;
         r.values.push_back(rv->value * f);

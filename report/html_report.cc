@@ -3,6 +3,7 @@
 #include "report/html_report.h"
 #include "common/xml_escape.h"
 #include "report/replay_section.h"
+#include "report/model_search_section.h"
 
 #include <dirent.h>
 
@@ -313,6 +314,7 @@ std::string BuildPage(const std::string& dir) {
   body += Svg(dir, "predict", "Predicted time and speedup per platform");
   body += ValidationSection(dir);
   body += ReplaySection(dir);
+  body += ModelSearchSection(dir);  // optional: model-search.json (issue 21)
   return std::string(
              "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
              "<title>invmw pipeline report</title>\n<style>\n"

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,7 +18,7 @@
 namespace invmw::experiment {
 
 const std::vector<std::string> kBuiltinPlaceholders = {
-    "run_dir", "point", "replication", "design", "seed", "bin_dir", "run_index"};
+    "run_dir", "point", "replication", "design", "seed", "bin_dir", "run_index", "design_dir"};
 
 DesignError::DesignError(const std::string& file, int line, const std::string& field,
                          const std::string& msg)
@@ -790,6 +791,11 @@ std::map<std::string, std::string> PlaceholderValues(const Design& d, const Poin
   v["seed"] = std::to_string(d.seed);
   v["bin_dir"] = bin_dir;
   v["run_index"] = std::to_string(replication * d.NumPoints() + p.index);
+  // Inputs next to the design (experiments/workloads/lammps/in.melt): runs work in run_dir.
+  std::filesystem::path dir = std::filesystem::path(d.file).parent_path();
+  v["design_dir"] = (dir.empty() ? std::filesystem::current_path()
+                                 : std::filesystem::absolute(dir).lexically_normal())
+                        .string();
   return v;
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <set>
 
 namespace invmw::experiment {
@@ -79,6 +81,9 @@ args = ["{mpi}", "{more}", "{ranks}", "{{literal}}"]
   auto v = PlaceholderValues(d, p, 0, "/tmp/x", "/bin");
   EXPECT_EQ(Substitute(d.command.args[1], v), "9");
   EXPECT_EQ(Substitute(d.command.args[3], v), "{literal}");
+  // Inputs next to the design file: its directory, absolute.
+  EXPECT_EQ(Substitute("{design_dir}/in.melt", v),
+            std::filesystem::current_path().string() + "/in.melt");
 }
 
 // Jain, section 19.1: the 2^(7-4) design with D = AB, E = AC, F = BC, G = ABC.
