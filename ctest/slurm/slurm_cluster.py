@@ -207,8 +207,7 @@ class SlurmCluster:
     def _node_idle(self):
         r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env,
                            capture_output=True, text=True)
-        return r.returncode == 0 and r.stdout.strip() in ("idle", "idle*") and \
-            r.stdout.strip() == "idle"
+        return r.returncode == 0 and r.stdout.strip() == "idle"
 
     def logs(self):
         out = []
