@@ -521,6 +521,24 @@ class DesignRun {
     return out;
   }
 
+  // The states of many jobs with one squeue call (a site's controller is polled once per
+  // interval, not once per job); jobs it no longer knows are absent. Falls back to one call per
+  // job when squeue refuses the list (a list naming a purged job may be refused as a whole).
+  std::map<std::string, std::string> JobStates(const std::vector<std::string>& ids) {
+    std::map<std::string, std::string> out;
+    std::string list;
+    for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i %T"});
+    if (r.Succeeded()) {
+      std::stringstream ss(r.output);
+      for (std::string id, state; ss >> id >> state;) out[id] = state;
+      return out;
+    }
+    for (const auto& id : ids)
+      if (std::string st = JobState(id); !st.empty()) out[id] = st;
+    return out;
+  }
+
   static bool Active(const std::string& state) {
     static const std::set<std::string> kEnded = {
         "COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT", "NODE_FAIL",   "PREEMPTED",
@@ -648,8 +666,12 @@ class DesignRun {
     sigemptyset(&waitset);
     for (int sg : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&waitset, sg);
     while (!stop && !jobs.empty()) {
+      std::vector<std::string> ids;
+      for (const auto& j : jobs) ids.push_back(j.id);
+      const auto states = JobStates(ids);
       for (auto it = jobs.begin(); it != jobs.end();) {
-        it->state = JobState(it->id);
+        auto st = states.find(it->id);
+        it->state = st == states.end() ? "" : st->second;
         if (Active(it->state)) {
           ++it;
           continue;
