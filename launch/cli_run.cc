@@ -40,7 +40,8 @@ Args RunArgs(RunOptions* o) {
             "Runs an unmodified MPI job with the invmw library preloaded into every rank, and\n"
             "writes the run's profile (profile.txt, profile.json) into one experiment\n"
             "directory. The launcher is recognised by name: Open MPI's mpirun/mpiexec get\n"
-            "-x VAR=VALUE, MPICH's (Hydra) get -genv VAR VALUE, srun gets --export=ALL,...;\n"
+            "-x VAR=VALUE, MPICH's (Hydra) get -genv VAR VALUE, srun gets LD_PRELOAD in\n"
+            "--export (merged into yours) and the other variables in its environment;\n"
             "any other command (a program started directly, a script) gets the variables in\n"
             "its environment. If the job ends without MPI_Finalize (crash, MPI_Abort, signal),\n"
             "the per-rank data is merged into a profile marked incomplete. The exit status of\n"
@@ -212,6 +213,8 @@ int Run(int argc, char** argv) {
   if (o.collect && !AddCollector(o, &vars, &collector, &err)) return Fail(err);
   if (o.trace) vars.emplace_back("INVMW_TRACE_ENABLE", "1");
   AddInheritedConfig(&vars);
+  if (launcher == Launcher::kSlurm)
+    if (std::string why = SlurmExportProblem(vars); !why.empty()) return Fail(why);
   const std::vector<std::string> full = LauncherArgv(launcher, o.command, vars);
 
   if (!o.quiet)

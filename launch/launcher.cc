@@ -200,6 +200,55 @@ bool RanksQuiet(const RankVars& vars) {
   return quiet;
 }
 
+std::string SlurmExportProblem(const RankVars& vars) {
+  for (const auto& [k, v] : vars)
+    if (k == "LD_PRELOAD" && v.find(',') != std::string::npos)
+      return "srun's --export separates variables by commas, so it cannot pass LD_PRELOAD=" + v +
+             " (rename the file or directory with the comma)";
+  return "";
+}
+
+// srun honours only its last --export, and with ALL a variable of srun's own environment wins
+// over the value given in the option (checked with Slurm 22.05). So the ranks' variables are
+// put into srun's environment (ExecJob; srun itself ignores them), except LD_PRELOAD, which
+// would preload srun too: that one alone goes through --export, with srun's own LD_PRELOAD
+// removed (RanksPreload already appended it to the ranks' one). A --export of the user's is
+// kept and extended; since it may list names only, the other variables are named in it too.
+std::vector<std::string> SlurmArgv(const std::vector<std::string>& command, const RankVars& vars) {
+  std::string preload, names;
+  for (const auto& [k, v] : vars) {
+    if (k == "LD_PRELOAD")
+      preload = "LD_PRELOAD=" + v;
+    else
+      names += "," + k;
+  }
+  std::vector<std::string> full = {command[0]};
+  bool merged = false;
+  size_t i = 1;
+  // srun's options end where the program starts: the first word that is not an option and
+  // names an executable (a value such as `-n 4` does not), or `--`.
+  for (; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "--" || (a[0] != '-' && access(Which(a).c_str(), X_OK) == 0)) break;
+    std::string user;
+    if (a.rfind("--export=", 0) == 0) {
+      user = a.substr(9);
+    } else if (a == "--export" && i + 1 < command.size()) {
+      user = command[++i];
+    } else {
+      full.push_back(a);
+      continue;
+    }
+    // NONE means "only what is named"; srun 22.05 refuses NONE followed by names.
+    std::string exp = user == "NONE" ? preload + names : user + "," + preload + names;
+    full.push_back("--export=" + exp);
+    merged = true;
+  }
+  if (!merged) full.insert(full.begin() + 1, "--export=ALL," + preload);
+  full.insert(full.end(), command.begin() + static_cast<std::ptrdiff_t>(i), command.end());
+  return full;
+}
+
 std::vector<std::string> LauncherArgv(Launcher launcher, const std::vector<std::string>& command,
                                       const RankVars& vars) {
   std::vector<std::string> full;
@@ -211,12 +260,8 @@ std::vector<std::string> LauncherArgv(Launcher launcher, const std::vector<std::
     case Launcher::kHydra:
       for (const auto& [k, v] : vars) full.insert(full.end(), {"-genv", k, v});
       break;
-    case Launcher::kSlurm: {
-      std::string exp = "--export=ALL";
-      for (const auto& [k, v] : vars) exp += "," + k + "=" + v;
-      full.push_back(exp);
-      break;
-    }
+    case Launcher::kSlurm:
+      return SlurmArgv(command, vars);
     case Launcher::kNone:
       break;
   }

@@ -41,6 +41,12 @@ void AddInheritedConfig(RankVars* vars);
 // Whether the ranks were told to be quiet (INVMW_RUNTIME_QUIET set and not false).
 bool RanksQuiet(const RankVars& vars);
 
+// Why srun cannot pass `vars` to the ranks (a comma in LD_PRELOAD), or "".
+std::string SlurmExportProblem(const RankVars& vars);
+// srun's command (launcher.cc says why it looks like this): LD_PRELOAD in --export, merged into
+// a --export the user gave; the other variables go into srun's environment (ExecJob).
+std::vector<std::string> SlurmArgv(const std::vector<std::string>& command, const RankVars& vars);
+
 // The command to execute: the launcher with `vars` in its own syntax, then the rest of
 // `command`; for a launcher-less run `command` as given.
 std::vector<std::string> LauncherArgv(Launcher launcher, const std::vector<std::string>& command,

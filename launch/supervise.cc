@@ -45,10 +45,16 @@ void GiveTerminal(bool tty, pid_t group) {
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(128 + SIGTERM);
   GiveTerminal(tty, getpid());
-  if (launcher == Launcher::kNone)
+  if (launcher == Launcher::kNone) {
     for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
-  else
+  } else if (launcher == Launcher::kSlurm) {
+    // srun: everything but the preload through its environment (launcher.cc, SlurmArgv).
+    for (const auto& [k, v] : vars)
+      if (k != "LD_PRELOAD") setenv(k.c_str(), v.c_str(), 1);
+    unsetenv("LD_PRELOAD");
+  } else {
     setenv("INVMW_OUTPUT_DIR", out.c_str(), 1);
+  }
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
   cargv.push_back(nullptr);

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS runs(
   status TEXT NOT NULL CHECK(status IN ('ok','failed')),
   error TEXT,
   trace_dir TEXT,
+  job_id TEXT, node_list TEXT,
   UNIQUE(design, point, replication, platform));
 INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');
 )sql";
@@ -39,6 +40,10 @@ INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');
 constexpr const char* kColumns =
     "id, design, point, replication, platform, run_order, factors, responses, host, start_time, "
     "duration, exit_status, status, error, trace_dir";
+// Added later (batch platforms, e.g. Slurm): read as NULL from a database that predates them and
+// is opened read-only; writers add them (AddLaterColumns). The schema stays '1': the change is
+// additive, so an older invmw still reads and writes such a database.
+constexpr const char* kLaterColumns[] = {"job_id", "node_list"};
 
 struct StmtFinalizer {
   void operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
@@ -67,6 +72,8 @@ RunRecord ReadRow(sqlite3_stmt* st) {
   r.status = Text(st, 12);
   r.error = Text(st, 13);
   r.trace_dir = Text(st, 14);
+  r.job_id = Text(st, 15);
+  r.node_list = Text(st, 16);
   return r;
 }
 
@@ -118,6 +125,7 @@ ResultsDb::ResultsDb(const std::string& path, Mode mode) : path_(path), mode_(mo
     sqlite3_busy_timeout(db_, 60000);
     try {
       CheckSchema();
+      later_columns_ = HasColumn(kLaterColumns[0]) && HasColumn(kLaterColumns[1]);
     } catch (...) {
       sqlite3_close(db_);
       db_ = nullptr;
@@ -149,6 +157,7 @@ ResultsDb::ResultsDb(const std::string& path, Mode mode) : path_(path), mode_(mo
     Exec("PRAGMA synchronous=NORMAL", "set synchronous mode");
     if (mode == kCreate) Exec(kSchema, "create the tables");
     CheckSchema();
+    AddLaterColumns();
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -168,6 +177,31 @@ void ResultsDb::CheckSchema() {
                   "'; this invmw writes schema 1");
 }
 
+bool ResultsDb::HasColumn(const char* name) {
+  Stmt st = Prepare(db_, path_, "SELECT name FROM pragma_table_info('runs')");
+  while (sqlite3_step(st.get()) == SQLITE_ROW)
+    if (Text(st.get(), 0) == name) return true;
+  return false;
+}
+
+void ResultsDb::AddLaterColumns() {
+  for (const char* c : kLaterColumns) {
+    if (HasColumn(c)) continue;
+    try {
+      Exec(("ALTER TABLE runs ADD COLUMN " + std::string(c) + " TEXT").c_str(),
+           "add a column to the runs table");
+    } catch (const DbError&) {
+      // Another runner may have added it in the meantime.
+      if (!HasColumn(c)) throw;
+    }
+  }
+  later_columns_ = true;
+}
+
+std::string ResultsDb::Columns() const {
+  return std::string(kColumns) + (later_columns_ ? ", job_id, node_list" : ", NULL, NULL");
+}
+
 ResultsDb::~ResultsDb() {
   if (db_) sqlite3_close(db_);
 }
@@ -184,7 +218,7 @@ void ResultsDb::Exec(const char* sql, const char* what) {
 std::optional<RunRecord> ResultsDb::Find(const std::string& design, int point, int replication,
                                          const std::string& platform) {
   Stmt st = Prepare(db_, path_,
-                    std::string("SELECT ") + kColumns +
+                    "SELECT " + Columns() +
                         " FROM runs WHERE design=? AND point=? AND replication=? AND platform=?");
   sqlite3_stmt* raw = st.get();
   BindText(raw, 1, design, false);
@@ -216,13 +250,13 @@ int64_t ResultsDb::Write(const RunRecord& r) {
 
     const char* ins =
         "INSERT INTO runs(design, point, replication, platform, run_order, factors, responses, "
-        "host, start_time, duration, exit_status, status, error, trace_dir) "
-        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        "host, start_time, duration, exit_status, status, error, trace_dir, job_id, node_list) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
         "ON CONFLICT(design, point, replication, platform) DO UPDATE SET "
         "run_order=excluded.run_order, factors=excluded.factors, responses=excluded.responses, "
         "host=excluded.host, start_time=excluded.start_time, duration=excluded.duration, "
         "exit_status=excluded.exit_status, status=excluded.status, error=excluded.error, "
-        "trace_dir=excluded.trace_dir";
+        "trace_dir=excluded.trace_dir, job_id=excluded.job_id, node_list=excluded.node_list";
     raw = nullptr;
     if (sqlite3_prepare_v2(db_, ins, -1, &raw, nullptr) != SQLITE_OK)
       throw DbError(path_ + ": " + sqlite3_errmsg(db_));
@@ -241,6 +275,8 @@ int64_t ResultsDb::Write(const RunRecord& r) {
     BindText(raw, 12, r.status, false);
     BindText(raw, 13, r.error, true);
     BindText(raw, 14, r.trace_dir, true);
+    BindText(raw, 15, r.job_id, true);
+    BindText(raw, 16, r.node_list, true);
     if (sqlite3_step(raw) != SQLITE_DONE)
       throw DbError(path_ + ": cannot write the run of point " + std::to_string(r.point) + ": " +
                     sqlite3_errmsg(db_));
@@ -255,7 +291,7 @@ int64_t ResultsDb::Write(const RunRecord& r) {
 std::vector<RunRecord> ResultsDb::Select(const std::string& design, const std::string& platform,
                                          const char* order_by) {
   Stmt st = Prepare(db_, path_,
-                    std::string("SELECT ") + kColumns + " FROM runs WHERE design=?" +
+                    "SELECT " + Columns() + " FROM runs WHERE design=?" +
                         (platform.empty() ? "" : " AND platform=?") + " ORDER BY " + order_by);
   BindText(st.get(), 1, design, false);
   if (!platform.empty()) BindText(st.get(), 2, platform, false);

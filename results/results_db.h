@@ -47,6 +47,9 @@ struct RunRecord {
   std::string status;     // "ok" or "failed"
   std::string error;      // empty = NULL
   std::string trace_dir;  // empty = NULL
+  // Batch platforms (Slurm): the job that ran it and its nodes (Slurm's compressed list,
+  // e.g. "node[01-04]"); empty = NULL, and NULL for local and emulated runs.
+  std::string job_id, node_list;
 };
 
 class ResultsDb {
@@ -77,6 +80,10 @@ class ResultsDb {
  private:
   void Exec(const char* sql, const char* what);
   void CheckSchema();
+  bool HasColumn(const char* name);
+  void AddLaterColumns();
+  std::string Columns() const;
+  bool later_columns_ = false;
   std::vector<RunRecord> Select(const std::string& design, const std::string& platform,
                                 const char* order_by);
   std::string path_;

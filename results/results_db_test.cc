@@ -55,10 +55,10 @@ TEST(ResultsDb, SchemaOfContractD) {
   while (sqlite3_step(st) == SQLITE_ROW)
     cols.insert(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
   sqlite3_finalize(st);
-  EXPECT_EQ(cols,
-            (std::set<std::string>{"id", "design", "point", "replication", "platform", "run_order",
-                                   "factors", "responses", "host", "start_time", "duration",
-                                   "exit_status", "status", "error", "trace_dir"}));
+  EXPECT_EQ(cols, (std::set<std::string>{"id", "design", "point", "replication", "platform",
+                                         "run_order", "factors", "responses", "host", "start_time",
+                                         "duration", "exit_status", "status", "error", "trace_dir",
+                                         "job_id", "node_list"}));
   sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "1");
@@ -162,6 +162,51 @@ TEST(ResultsDb, ReadersCreateNothing) {
   ResultsDb ro(t.path + "/r.db", ResultsDb::kReadOnly);
   EXPECT_THROW(ro.Write(Row("d", 0, 0, "ok")), DbError);
   EXPECT_THROW(ro.Delete("d", ""), DbError);
+}
+
+// A database written before the batch columns (job_id, node_list) existed: readers get them
+// empty without changing the file, a writer adds them and its rows keep them; older rows stay.
+TEST(ResultsDb, OpensADatabaseFromBeforeTheJobColumns) {
+  TempDir t;
+  const std::string path = t.path + "/old.db";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  const char* old_schema =
+      "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+      "CREATE TABLE runs(id INTEGER PRIMARY KEY, design TEXT NOT NULL, point INTEGER NOT NULL,"
+      " replication INTEGER NOT NULL, platform TEXT NOT NULL, run_order INTEGER,"
+      " factors TEXT NOT NULL, responses TEXT, host TEXT, start_time TEXT, duration REAL,"
+      " exit_status INTEGER, status TEXT NOT NULL CHECK(status IN ('ok','failed')), error TEXT,"
+      " trace_dir TEXT, UNIQUE(design, point, replication, platform));"
+      "INSERT INTO meta VALUES('schema','1');"
+      "INSERT INTO runs(design,point,replication,platform,run_order,factors,status)"
+      " VALUES('d',0,0,'local',0,'{}','ok');";
+  ASSERT_EQ(sqlite3_exec(raw, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  {
+    ResultsDb ro(path, ResultsDb::kReadOnly);
+    auto rows = ro.Rows("d");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].job_id, "");
+    EXPECT_EQ(rows[0].node_list, "");
+  }
+  {
+    ResultsDb db(path);
+    RunRecord r = Row("d", 1, 0, "ok");
+    r.platform = "cluster";
+    r.job_id = "4711";
+    r.node_list = "node[01-02]";
+    db.Write(r);
+  }
+  ResultsDb ro(path, ResultsDb::kReadOnly);
+  auto rows = ro.Rows("d");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].job_id, "");
+  EXPECT_EQ(rows[1].job_id, "4711");
+  EXPECT_EQ(rows[1].node_list, "node[01-02]");
+  auto found = ro.Find("d", 1, 0, "cluster");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->job_id, "4711");
 }
 
 // Runs `fn` in a child that cannot write the test's directories: as nobody when the test runs

@@ -290,8 +290,10 @@ int ExperimentRun(int argc, char** argv) {
             "Exit status: 0 when every selected run is ok, 1 when one failed, 128+signal when\n"
             "interrupted, 2 for a bad design file or option.");
   args.Option("--db", "FILE", &db, kDbHelp)
-      .Option("--platform", "NAME", &platform,
-              "run platform (local, or a platforms/emulated name; default: the design's)")
+      .Option(
+          "--platform", "NAME", &platform,
+          "run platform (local, a platforms/emulated name, or a platforms/slurm name: batch jobs, "
+          "docs/slurm.md; default: the design's)")
       .Flag("--rerun", &rerun, "run again points that are already recorded as ok")
       .Option("--point", "K", &point, "run only design point K (0-based, standard order)")
       .Option("--replication", "R", &replication, "with --point: only replication R (default 0)")

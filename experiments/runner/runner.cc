@@ -13,6 +13,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "common/subprocess.h"
@@ -20,6 +22,7 @@
 #include "experiments/runner/responses.h"
 #include "results/results_db.h"
 #include "experiments/runner/run_dirs.h"
+#include "experiments/runner/slurm_platform.h"
 
 namespace invmw::experiment {
 
@@ -151,6 +154,7 @@ class DesignRun {
       throw std::runtime_error("design '" + d.name + "': " + why);
     if (std::string why = CheckPathName(platform_); !why.empty())
       throw std::runtime_error("platform '" + platform_ + "': " + why);
+    slurm_ = FindSlurmPlatform(platform_);
   }
 
   RunSummary Run() {
@@ -167,7 +171,7 @@ class DesignRun {
       order = {{o_.point, o_.replication < 0 ? 0 : o_.replication}};
     }
     program_ = ResolveProgram(d_, d_.command.program, o_.bin_dir);
-    if (platform_ != "local")
+    if (platform_ != "local" && !slurm_)
       launcher_options_ = SplitWords(Capture(
           {o_.invmw, "platform", "exec", "--print-launcher", platform_}, "platform " + platform_));
     // A simulated cluster (platforms/simulated) runs the program's SMPI build under smpirun:
@@ -188,7 +192,7 @@ class DesignRun {
     if (o_.dry_run) {
       for (const RunSlot& s : order)
         std::fprintf(out_, "point %d rep %d: %s\n", s.point, s.replication,
-                     Join(Command(s, RunDir(s)).argv).c_str());
+                     Join(slurm_ ? Sbatch(s, RunDir(s)) : Command(s, RunDir(s)).argv).c_str());
       sum.planned = static_cast<int>(order.size());
       return sum;
     }
@@ -221,6 +225,16 @@ class DesignRun {
     for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
     sigprocmask(SIG_BLOCK, &mask, &old);
     old_mask_ = old;
+    if (slurm_) {
+      try {
+        RunBatch(todo, &db, &sum);
+      } catch (...) {
+        sigprocmask(SIG_SETMASK, &old, nullptr);
+        throw;
+      }
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      return sum;
+    }
     Progress progress(out_, static_cast<int>(todo.size()), o_.tty);
     try {
       for (const RunSlot& s : todo) {
@@ -458,12 +472,269 @@ class DesignRun {
     return 0;
   }
 
+  // --- Slurm platforms (slurm_platform.h): every run one batch job --------------------------
+
+  struct Job {
+    RunSlot slot;
+    std::string dir, id, state;
+    bool adopted = false;
+  };
+
+  static std::string ReadFirstLine(const std::string& path, std::string* second = nullptr) {
+    std::ifstream in(path);
+    std::string l;
+    if (in) std::getline(in, l);
+    if (second && in) std::getline(in, *second);
+    return l;
+  }
+
+  // Writes `text` to path through a temporary name in the same directory; throws on failure.
+  static void WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
+    const std::string tmp = path + ".tmp";
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    bool ok = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ok = (fd >= 0 && close(fd) == 0) && ok;
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + path + ": " + why);
+    }
+  }
+
+  std::string JobName(const RunSlot& s) const {
+    return "invmw-" + d_.name + "-" + platform_ + "-" + RunName(s);
+  }
+
+  // What the job runs: invmw run -- srun PROGRAM ARGS (INVMW_OUTPUT_DIR comes from the batch
+  // script), under `env` when the design sets variables.
+  std::vector<std::string> JobCommand(const RunSlot& s, const std::string& run_dir) const {
+    const Point& p = points_[s.point];
+    auto values = PlaceholderValues(d_, p, s.replication, run_dir, o_.bin_dir);
+    std::vector<std::string> a;
+    if (!d_.command.env.empty()) {
+      a.push_back("env");
+      for (const auto& [k, v] : d_.command.env) a.push_back(k + "=" + Substitute(v, values));
+    }
+    a.insert(a.end(), {o_.invmw, "run", "--trace", "--", "srun"});
+    a.insert(a.end(), slurm_->srun_options.begin(), slurm_->srun_options.end());
+    a.push_back(Substitute(program_, values));
+    for (const auto& x : d_.command.args) a.push_back(Substitute(x, values));
+    return a;
+  }
+
+  std::vector<std::string> Sbatch(const RunSlot& s, const std::string& run_dir) const {
+    int ranks = static_cast<int>(points_[s.point].derived.at("ranks"));
+    return SbatchArgv(*slurm_, JobName(s), run_dir, ranks, run_dir + "/invmw-batch.sh",
+                      JobCommand(s, run_dir));
+  }
+
+  // The job's state ("PENDING", "RUNNING", "COMPLETED", "TIMEOUT", ...), "" when slurmctld no
+  // longer knows it. Throws when squeue itself fails otherwise (no controller).
+  std::string JobState(const std::string& id) {
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", id, "-o", "%T"});
+    if (!r.started) throw std::runtime_error("squeue: " + r.error);
+    std::string out = r.output;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    if (!r.Succeeded()) {
+      if (out.find("Invalid job id") != std::string::npos) return "";
+      throw std::runtime_error("squeue -j " + id + " failed (" + r.Describe() + "): " + out);
+    }
+    return out;
+  }
+
+  // The states of many jobs with one squeue call (a site's controller is polled once per
+  // interval, not once per job); jobs it no longer knows are absent. Falls back to one call per
+  // job when squeue refuses the list (a list naming a purged job may be refused as a whole).
+  std::map<std::string, std::string> JobStates(const std::vector<std::string>& ids) {
+    std::map<std::string, std::string> out;
+    std::string list;
+    for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i %T"});
+    if (r.Succeeded()) {
+      std::stringstream ss(r.output);
+      for (std::string id, state; ss >> id >> state;) out[id] = state;
+      return out;
+    }
+    for (const auto& id : ids)
+      if (std::string st = JobState(id); !st.empty()) out[id] = st;
+    return out;
+  }
+
+  static bool Active(const std::string& state) {
+    static const std::set<std::string> kEnded = {
+        "COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT", "NODE_FAIL",   "PREEMPTED",
+        "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
+    return !state.empty() && !kEnded.count(state);
+  }
+
+  // A job of this run that a killed runner submitted but had not yet recorded.
+  std::string JobByName(const RunSlot& s, const std::string& dir) {
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-n", JobName(s), "-o", "%i %Z"});
+    if (!r.Succeeded()) return "";
+    std::stringstream ss(r.output);
+    for (std::string id, wd; ss >> id >> wd;)
+      if (wd == dir) return id;
+    return "";
+  }
+
+  // The run's job: one that an earlier (killed or interrupted) runner submitted and that is
+  // still queued or running, or ended without its row being written; else a new submission.
+  Job SubmitOrAdopt(const RunSlot& s, results::ResultsDb* db) {
+    Job j;
+    j.slot = s;
+    j.dir = RunDir(s);
+    std::string id = ReadFirstLine(j.dir + "/slurm-job-id");
+    if (id.empty()) id = JobByName(s, j.dir);
+    auto row = db->Find(d_.name, s.point, s.replication, platform_);
+    if (!id.empty() && !(row && row->job_id == id)) {
+      std::string state = JobState(id);
+      if (Active(state) || access((j.dir + "/invmw-exit-status").c_str(), F_OK) == 0) {
+        j.id = id;
+        j.state = state;
+        j.adopted = true;
+        return j;
+      }
+    }
+    j.dir = MakeRunDir(runs_dir_, d_.name, platform_, RunName(s));
+    WriteFileAtomic(j.dir + "/invmw-batch.sh", kBatchScript, 0700);
+    std::vector<std::string> argv = Sbatch(s, j.dir);
+    WriteFileAtomic(j.dir + "/command.txt", Join(argv) + "\n", 0644);
+    std::string out = Capture(argv, "sbatch for point " + std::to_string(s.point));
+    j.id = out.substr(0, out.find_first_of(";\n"));
+    if (j.id.empty() || j.id.find_first_not_of("0123456789_") != std::string::npos)
+      throw std::runtime_error("sbatch printed no job id: " + out);
+    WriteFileAtomic(j.dir + "/slurm-job-id", j.id + "\n", 0644);
+    j.state = "PENDING";
+    return j;
+  }
+
+  static std::string IsoTime(time_t t) {
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    char b[40];
+    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S.000Z", &tmv);
+    return b;
+  }
+
+  // The row of an ended job, from the files its batch script wrote.
+  results::RunRecord Harvest(const Job& j) {
+    const Point& p = points_[j.slot.point];
+    results::RunRecord rec;
+    rec.design = d_.name;
+    rec.point = j.slot.point;
+    rec.replication = j.slot.replication;
+    rec.platform = platform_;
+    rec.factors = p.FactorsJson(d_);
+    rec.trace_dir = j.dir;
+    rec.job_id = j.id;
+    std::string batch_host;
+    rec.node_list = ReadFirstLine(j.dir + "/invmw-nodes", &batch_host);
+    rec.host = batch_host.empty() ? rec.node_list : batch_host;
+    struct stat started, ended;
+    bool have_start = stat((j.dir + "/invmw-nodes").c_str(), &started) == 0;
+    bool have_end = stat((j.dir + "/invmw-exit-status").c_str(), &ended) == 0;
+    rec.start_time = have_start ? IsoTime(started.st_mtime) : results::IsoTimeNow();
+    if (have_start && have_end)
+      rec.duration = double(ended.st_mtim.tv_sec - started.st_mtim.tv_sec) +
+                     1e-9 * double(ended.st_mtim.tv_nsec - started.st_mtim.tv_nsec);
+    const std::string log = j.dir + "/runner.log";
+    const std::string job = "job " + j.id + (j.state.empty() ? "" : " (" + j.state + ")");
+    if (!have_end) {
+      rec.exit_status = -1;  // unknown: the batch script was killed before it could say
+      rec.status = "failed";
+      rec.error = job +
+                  " ended before its batch script finished (killed after KillWait, or "
+                  "never started); what the ranks saved is in " +
+                  j.dir + " (invmw profile / invmw trace recover)";
+      return rec;
+    }
+    rec.exit_status = std::atoi(ReadFirstLine(j.dir + "/invmw-exit-status").c_str());
+    if (rec.exit_status != 0) {
+      rec.status = "failed";
+      rec.error = job + ": exit status " + std::to_string(rec.exit_status);
+      std::string tail = LogTail(log, 3);
+      if (!tail.empty()) rec.error += ": " + tail;
+      rec.error += " (log: " + log + ")";
+      return rec;
+    }
+    try {
+      auto values = ExtractResponses(j.dir, d_.responses);
+      nlohmann::ordered_json js = nlohmann::ordered_json::object();
+      for (const auto& r : d_.responses) js[r] = values.at(r);
+      rec.responses = js.dump();
+      rec.status = "ok";
+    } catch (const std::exception& e) {
+      rec.status = "failed";
+      rec.error = job + ": responses: " + e.what();
+    }
+    return rec;
+  }
+
+  // Submits (or adopts) every run, then writes each row as its job ends. A stop signal ends
+  // the wait, not the jobs: they stay in Slurm and the next `experiment run` collects them.
+  void RunBatch(const std::vector<RunSlot>& todo, results::ResultsDb* db, RunSummary* sum) {
+    std::vector<Job> jobs;
+    int stop = 0;
+    for (const RunSlot& s : todo) {
+      if ((stop = PendingStop())) break;
+      Job j = SubmitOrAdopt(s, db);
+      std::fprintf(out_, "%s: %s job %s\n", Label(s).c_str(),
+                   j.adopted ? "collecting earlier" : "submitted", j.id.c_str());
+      std::fflush(out_);
+      jobs.push_back(j);
+    }
+    sigset_t waitset;
+    sigemptyset(&waitset);
+    for (int sg : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&waitset, sg);
+    while (!stop && !jobs.empty()) {
+      std::vector<std::string> ids;
+      for (const auto& j : jobs) ids.push_back(j.id);
+      const auto states = JobStates(ids);
+      for (auto it = jobs.begin(); it != jobs.end();) {
+        auto st = states.find(it->id);
+        it->state = st == states.end() ? "" : st->second;
+        if (Active(it->state)) {
+          ++it;
+          continue;
+        }
+        results::RunRecord rec = Harvest(*it);
+        db->Write(rec);
+        if (rec.status == "ok")
+          ++sum->ok;
+        else
+          ++sum->failed;
+        std::fprintf(out_, "%s: job %s on %s: %s\n", Label(it->slot).c_str(), it->id.c_str(),
+                     rec.node_list.c_str(),
+                     rec.status == "ok" ? "ok" : ("FAILED: " + rec.error).c_str());
+        std::fflush(out_);
+        it = jobs.erase(it);
+      }
+      if (jobs.empty()) break;
+      double w = slurm_->poll_interval_s;
+      struct timespec ts = {static_cast<time_t>(w), static_cast<long>((w - time_t(w)) * 1e9)};
+      int sig = sigtimedwait(&waitset, nullptr, &ts);
+      if (sig > 0) stop = sig;
+    }
+    if (stop) {
+      sum->interrupted = true;
+      sum->signal = stop;
+      std::string ids;
+      for (const auto& j : jobs) ids += (ids.empty() ? "" : " ") + j.id;
+      if (!jobs.empty())
+        std::fprintf(out_,
+                     "interrupted (signal %d): %zu job(s) stay in Slurm (%s); run the same "
+                     "command again to collect them, or scancel them\n",
+                     stop, jobs.size(), ids.c_str());
+    }
+  }
+
   const Design& d_;
   const RunnerOptions& o_;
   FILE* out_;
   std::string platform_, runs_dir_, program_;
   std::vector<std::string> launcher_options_;
   bool simulated_ = false;
+  std::optional<SlurmPlatform> slurm_;
   std::vector<Point> points_;
   sigset_t old_mask_;
   double analysis_s_ = 0;
