@@ -135,6 +135,19 @@ nlohmann::json ToJson(const Model& m, const DataTable& d, const FitOptions& o, c
                                {"min", u.min},
                                {"max", u.max},
                                {"share_of_total", Num(u.share)}});
+  j["identifiability"] = nlohmann::json::array();
+  for (const auto& e : r.identifiability)
+    j["identifiability"].push_back(
+        {{"parameter", e.parameter}, {"reason", e.reason}, {"remedy", e.remedy}});
+  // The parameter covariance (units of the parameters), for prediction intervals (invmw predict
+  // --fit, invmw validate --fit).
+  j["covariance"] = nlohmann::json::array();
+  for (const auto& row : r.covariance) {
+    nlohmann::json jr = nlohmann::json::array();
+    for (double v : row) jr.push_back(Num(v));
+    j["covariance"].push_back(jr);
+  }
+  j["loss"] = o.loss;
   j["warnings"] = r.warnings;
   return j;
 }
@@ -160,8 +173,12 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
                 Fmt(p.ci_high).c_str(), Fmt(100 * p.std_error / std::fabs(p.value), 8).c_str(),
                 note.c_str());
   }
-  std::printf("(%g%% confidence intervals from the covariance, Student t with %d dof)\n\n",
+  std::printf("(%g%% confidence intervals from the covariance, Student t with %d dof)\n",
               100 * o.confidence, r.dof);
+  for (const auto& e : r.identifiability)
+    std::printf("not determined by this design: %s (%s); remedy: %s\n", e.parameter.c_str(),
+                e.reason.c_str(), e.remedy.c_str());
+  std::printf("\n");
   if (r.covariance_ok) {
     std::printf("correlation %*s", 0, "");
     for (const auto& p : r.params) std::printf("%8s", p.name.c_str());
