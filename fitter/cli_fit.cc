@@ -229,7 +229,7 @@ int RunFit(int argc, char** argv) {
   std::string model_name, data_path, design, db_path, run_platform,
       weighting = "relative", loss = "none", loss_scale, starts, seed, out_table, platform_name,
       base_table, tables_dir;
-  std::vector<std::string> responses, fixes, derives;
+  std::vector<std::string> responses, fixes, derives, fixes_from;
   Args args("invmw fit --model MODEL (--design NAME [--db FILE] | --data FILE.csv) [options]",
             "Calibrates the parameters of a model file from measurements with Ceres Solver\n"
             "(least squares, exact derivatives). Reports estimates, standard errors, confidence\n"
@@ -254,6 +254,9 @@ int RunFit(int argc, char** argv) {
       .Option("--seed", "N", &seed, "random seed for the extra starts")
       .Repeated("--response", "NAME", &responses, "fit only this response")
       .Repeated("--fix", "NAME=VALUE", &fixes, "hold a parameter at a value")
+      .Repeated("--fix-from", "NAME=TABLE", &fixes_from,
+                "hold a parameter at TABLE's value of it (e.g. a probed table's a2); the "
+                "written table names TABLE and its source")
       .Repeated("--derive", "F=EXPR", &derives,
                 "add factor F computed from the data's columns (model expression syntax), e.g. "
                 "nt from rc, or s=10")
@@ -310,7 +313,23 @@ int RunFit(int argc, char** argv) {
     if (*end != '\0') return Fail("--loss-scale '" + loss_scale + "': expected a number");
   }
   if (!o.IsValid(&err)) return Fail("fit: " + err);
+  std::map<std::string, std::string> fixed_source;  // parameter -> where its value came from
   try {
+    for (const auto& f : fixes_from) {
+      size_t eq = f.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
+        return Fail("fit: --fix-from '" + f + "': expected NAME=TABLE");
+      std::string name = f.substr(0, eq);
+      PlatformTable t = LoadPlatformTable(ResolvePlatformTable(f.substr(eq + 1), tables_dir));
+      const TableValue* v = t.Parameter(name);
+      if (!v)
+        return Fail("fit: --fix-from " + f + ": table " + t.path + " has no parameter '" + name +
+                    "'");
+      if (o.fixed.count(name)) return Fail("fit: " + name + " is held by --fix and --fix-from");
+      o.fixed[name] = v->value;
+      fixed_source[name] = "fixed from table " + t.name + " (" + v->source + ")";
+    }
+    if (!o.IsValid(&err)) return Fail("fit: " + err);
     Model m = Model::Load(ResolveModelPath(model_name));
     DataTable d = design.empty()
                       ? ReadCsv(data_path)
@@ -341,9 +360,10 @@ int RunFit(int argc, char** argv) {
         v.value = p.value;
         v.unit = p.unit;
         v.std_error = std::isfinite(p.std_error) ? p.std_error : -1;
-        v.source = p.fixed    ? "held fixed in the fit"
-                   : p.unused ? "model initial value (not in any fitted response)"
-                              : "fit of " + m.name() + " to " + d.source;
+        v.source = fixed_source.count(p.name) ? fixed_source[p.name]
+                   : p.fixed                  ? "held fixed in the fit"
+                   : p.unused                 ? "model initial value (not in any fitted response)"
+                                              : "fit of " + m.name() + " to " + d.source;
         t.parameters.push_back(v);
       }
       WriteFileAtomic(out_table, FormatPlatformTable(t));
