@@ -42,14 +42,17 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
   j["table"] = table.name;
   j["reference"] = ref ? nlohmann::json(ref->name) : nlohmann::json();
   j["statistic"] = v.statistic;
-  j["rule"] = "replications of a point summarised by their " + v.statistic +
-              (v.paired ? " after dividing each run by its paired reference run's drift" : "") +
-              "; error = (predicted - measured) / measured; summary = median and worst |error| "
-              "over the points; noise floor = the same for an exact model, from the statistic's "
-              "noise given each point's replications (sd of log t / sqrt(R))";
+  j["rule"] =
+      "replications of a point summarised by their " + v.statistic +
+      (v.paired && v.drift.applied ? " after dividing each run by its paired reference run's drift"
+                                   : "") +
+      "; error = (predicted - measured) / measured; summary = median and worst |error| "
+      "over the points; noise floor = the same for an exact model, from the statistic's "
+      "noise given each point's replications (sd of log t / sqrt(R))";
   if (v.paired) {
     j["drift"] = {{"paired_with", v.drift.reference},
                   {"pairs", v.drift.pairs},
+                  {"applied", v.drift.applied},
                   {"unpaired", v.drift.unpaired},
                   {"sd_log_across_time", Number(v.drift.sd_log_across_time)},
                   {"sd_log_within_pairs", Number(v.drift.sd_log_within_pairs)},
@@ -123,12 +126,14 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
                 m.parameters()[k].unit.c_str(), rp.origins[k].c_str());
   for (const auto& n : rp.notes) std::printf("  note: %s\n", n.c_str());
   const auto& rs = m.responses();
-  std::printf("\nmeasured = %s of the replications%s\n", v.statistic.c_str(),
-              v.paired ? ", each run divided by its paired reference run's drift" : "");
+  std::printf(
+      "\nmeasured = %s of the replications%s\n", v.statistic.c_str(),
+      v.paired && v.drift.applied ? ", each run divided by its paired reference run's drift" : "");
   if (v.paired)
     std::printf(
-        "drift removed (paired with %s, %d pairs, %d unpaired): median |drift| %s%%, "
+        "%s (paired with %s, %d pairs, %d unpaired): median |drift| %s%%, "
         "worst %s%%; sd(log t) across time %s, within pairs %s\n",
+        v.drift.applied ? "drift removed" : "drift NOT removed (the pairs are noisier)",
         v.drift.reference.c_str(), v.drift.pairs, v.drift.unpaired,
         Fmt(v.drift.median_abs_drift_pct, 0).c_str(), Fmt(v.drift.worst_abs_drift_pct, 0).c_str(),
         Fmt(v.drift.sd_log_across_time, 0).c_str(), Fmt(v.drift.sd_log_within_pairs, 0).c_str());

@@ -74,6 +74,9 @@ struct DriftSummary {
   int pairs = 0, unpaired = 0;
   double sd_log_across_time = NAN, sd_log_within_pairs = NAN;
   double median_abs_drift_pct = NAN, worst_abs_drift_pct = NAN;
+  // Whether the runs were divided by their drift: only when that lowers the noise
+  // (sd_log_within_pairs < sd_log_across_time); else the statistic uses the raw runs.
+  bool applied = false;
 };
 
 struct Validation {

@@ -211,7 +211,17 @@ TEST(Validate, PairedReferenceRunsCancelDrift) {
   EXPECT_GT(paired.drift.median_abs_drift_pct, 3);
   ASSERT_EQ(paired.points[3].pairs.size(), 5u);
   EXPECT_NE(paired.points[3].pairs[0].reference_run, "");
-  // Each normalized run is t x (its partner's drift relative to the reference's median).
+  EXPECT_TRUE(paired.drift.applied);
+  // A partner with stalls of its own and no shared drift: pairing would add noise, so the runs
+  // stay raw (applied = false) and the errors are those of the unpaired validation.
+  DataTable quiet = target, stalled = ref;
+  for (size_t r = 0; r < quiet.rows.size(); ++r) quiet.rows[r][1] = 1e-4 + quiet.rows[r][0] / 100e6;
+  for (size_t r = 0; r < stalled.rows.size(); ++r) stalled.rows[r][1] *= r % 3 ? 1 : 1.8;
+  o.paired = &stalled;
+  Validation noisy = Validate(m, {100, 1e-4}, quiet, {}, o);
+  EXPECT_FALSE(noisy.drift.applied);
+  EXPECT_NEAR(noisy.summary[0].median_abs_pct, 0, 1e-9);
+  o.paired = &ref;
   DataTable bad = target;
   bad.replications.clear();
   EXPECT_THROW(Validate(m, {100, 1e-4}, bad, {}, o), DataError);
