@@ -149,9 +149,11 @@ def check_validation(path, db, html):
             s["noise_floor_worst_abs_error_pct"] is not None, f"{path}: {name} has no floor"
         assert 0 <= s["noise_floor_median_abs_error_pct"] <= s["noise_floor_worst_abs_error_pct"]
         assert s["coverage_90"] is not None, f"{path}: {name} has no interval coverage"
-        row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
-            name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
-            g5(s["worst_abs_error_pct"]))
+        row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>" \
+              "<td>%s</td></tr>" % (
+                  name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
+                  g5(s["worst_abs_error_pct"]), g5(s["noise_floor_median_abs_error_pct"]),
+                  g5(s["noise_floor_worst_abs_error_pct"]), g5(s["coverage_90"]))
         assert row in html, f"report lacks the summary row {row}"
     total = v["summary"][v["total"]]
     print("%-45s total: median %.1f%% (floor %.1f%%), worst %.1f%% (floor %.1f%%), in 90%% "
