@@ -12,8 +12,8 @@
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
 # (TCP, 1 Gbit/s, 100 Mbit/s, 10 Mbit/s, another CPU share) and the reverse direction
 # (calibrate on the 10 Mbit/s network, predict shared memory). --replications K runs every
-# calibration and validation point K times (default: the designs' own, 1 and 2; K = 4 is the
-# benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
+# calibration and validation point K times (default: the designs' own, 3 and 5, issue 20;
+# K = 4 was the benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
 # every platform are interleaved in time, so that the machine's drifting speed does not turn
 # into a difference between platforms.
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
@@ -266,7 +266,7 @@ validate() {  # file label run-platform table fit design [reference [pair-platfo
   printf '  %-34s' "$2"
   awk '$1 ~ /^t_/ && NF >= 9 { printf " %s %s/%s%% (floor %s/%s%%, in90 %s%%)", $1, $4, $6, $7,
          $8, $9 } END { print "" }' "$out/validation/$1.txt"
-  grep '^drift removed' "$out/validation/$1.txt" | sed 's/^/    /' || true
+  grep '^drift ' "$out/validation/$1.txt" | sed 's/^/    /' || true
 }
 
 step "profile and trace: heat1d on 2 ranks"
