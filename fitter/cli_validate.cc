@@ -105,7 +105,9 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
         {"worst_abs_error_pct", Number(s.worst_abs_pct)},
         {"worst_point", s.worst_group},
         {"noise_floor_median_abs_error_pct", Number(s.noise_floor_median_abs_pct)},
-        {"noise_floor_worst_abs_error_pct", Number(s.noise_floor_worst_abs_pct)}};
+        {"noise_floor_worst_abs_error_pct", Number(s.noise_floor_worst_abs_pct)},
+        {"sd_log_run", Number(s.sd_log_run)},
+        {"replications_for_2pct_floor", s.replications_for_floor}};
     if (std::isfinite(s.coverage[0]))
       for (size_t l = 0; l < s.coverage.size(); ++l)
         j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
@@ -166,6 +168,14 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
     if (s.unmeasured) std::printf(" [%d point(s) without a measured value]", s.unmeasured);
     std::printf("\n");
   }
+  std::printf(
+      "\nreplications per point for a 2%% noise floor, from the measured per-run spread "
+      "(sd of log t):");
+  for (const auto& s : v.summary)
+    if (s.replications_for_floor > 0)
+      std::printf(" %s %d (%s)", s.name.c_str(), s.replications_for_floor,
+                  Fmt(s.sd_log_run, 0).c_str());
+  std::printf("\n");
 }
 
 int RunValidate(int argc, char** argv) {

@@ -178,6 +178,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
   std::vector<std::vector<std::vector<double>>> deviations(rs.size());
   std::vector<std::array<int, 3>> covered(rs.size(), std::array<int, 3>{0, 0, 0});
   std::vector<int> with_interval(rs.size(), 0);
+  // Per response, each point's (normalized) replications, for the pooled per-run spread.
+  std::vector<std::map<long, std::vector<double>>> spread(rs.size());
   for (const auto& [group, rows] : groups) {
     ValidatedPoint pt;
     pt.group = group;
@@ -232,6 +234,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                          ? 100 * (vr.predicted - measured) / measured
                          : NAN;
       errors[k].push_back(vr.error_pct);
+      if (std::isfinite(vr.error_pct)) spread[k][group] = m;
       // One seed per point and response, so a point's floor does not depend on the others.
       deviations[k].push_back(std::isfinite(vr.error_pct)
                                   ? NoiseDraws(m, opts.statistic, opts.bootstrap,
@@ -287,6 +290,15 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       worst_b.push_back(*std::max_element(e.begin(), e.end()));
     }
     s.noise_floor_median_abs_pct = MedianOf(med_b);
+    // Replications chosen from the measured spread: the fewest whose statistic has a median
+    // |error| of at most ValidateOptions::floor_target_pct for an exact model.
+    s.sd_log_run = PooledSdLog(spread[k]);
+    if (std::isfinite(s.sd_log_run)) {
+      double f = opts.statistic == "median" ? M_PI / 2 : 1.0;
+      double per = std::log1p(opts.floor_target_pct / 100) / 0.6744897501960817;
+      double r = f * (s.sd_log_run / per) * (s.sd_log_run / per);
+      s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
+    }
     s.noise_floor_worst_abs_pct = MedianOf(worst_b);
     for (size_t l = 0; l < s.coverage.size(); ++l)
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];

@@ -65,6 +65,11 @@ struct ErrorSummary {
   // point's replication spread (seeded draws of each point's statistic noise, median over draws).
   double noise_floor_median_abs_pct = NAN, noise_floor_worst_abs_pct = NAN;
   std::array<double, 3> coverage{NAN, NAN, NAN};  // share of points inside each interval
+  // The per-run spread (sd of log t over replications, pooled over points) and the replications
+  // per point it takes to bring a point's floor to ValidateOptions::floor_target_pct (0: no
+  // spread measured).
+  double sd_log_run = NAN;
+  int replications_for_floor = 0;
 };
 
 // Drift cancellation: the sd of log t over replications of a point (pooled over points), of the
@@ -99,7 +104,8 @@ struct ValidateOptions {
   const std::vector<std::vector<double>>* cov = nullptr;
   double sigma = 0;
   std::string weighting = "relative";
-  int bootstrap = 400;  // draws for the summary's noise floors
+  int bootstrap = 400;          // draws for the summary's noise floors
+  double floor_target_pct = 2;  // for ErrorSummary::replications_for_floor
   unsigned seed = 20;
 };
 

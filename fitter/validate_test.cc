@@ -132,6 +132,10 @@ TEST(Validate, NoiseFloorIsTheErrorOfAnExactModel) {
   EXPECT_GT(s.noise_floor_worst_abs_pct, 0.5 * s.worst_abs_pct);
   EXPECT_LT(s.noise_floor_worst_abs_pct, 2.0 * s.worst_abs_pct);
   for (const auto& p : v.points) EXPECT_TRUE(std::isfinite(p.responses[0].noise_floor_pct));
+  // 10% per-run noise: a median with a 2% floor needs pi/2 (0.1 x 0.674 / 0.0198)^2 = 18 runs.
+  EXPECT_NEAR(s.sd_log_run, 0.1, 0.01);
+  EXPECT_GE(s.replications_for_floor, 15);
+  EXPECT_LE(s.replications_for_floor, 22);
   // A model 20% off sits far above its floor.
   Validation off = Validate(m, {a1 / 1.2, b1 * 1.2}, d, {});
   EXPECT_GT(off.summary[0].median_abs_pct, 3 * off.summary[0].noise_floor_median_abs_pct);

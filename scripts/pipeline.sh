@@ -266,7 +266,7 @@ validate() {  # file label run-platform table fit design [reference [pair-platfo
   printf '  %-34s' "$2"
   awk '$1 ~ /^t_/ && NF >= 9 { printf " %s %s/%s%% (floor %s/%s%%, in90 %s%%)", $1, $4, $6, $7,
          $8, $9 } END { print "" }' "$out/validation/$1.txt"
-  grep '^drift ' "$out/validation/$1.txt" | sed 's/^/    /' || true
+  grep -E '^(drift |replications per point)' "$out/validation/$1.txt" | sed 's/^/    /' || true
 }
 
 step "profile and trace: heat1d on 2 ranks"
