@@ -351,7 +351,8 @@ pred+=(--platform "$out/tables/local.toml" --platform "$out/tables/calibrated.to
 "$invmw" predict "${pred[@]}" > "$out/predictions.txt"
 # The emulated targets through the transfer rule, at the calibration's own sizes.
 pred=(--model opal --set n=2000 --set nt=1000000 --set s=10 --set u=1 --sweep p=1..3
-      --reference "$out/tables/calibrated.toml" --platform "$out/tables/calibrated.toml")
+      --reference "$out/tables/calibrated.toml" --platform "$out/tables/calibrated.toml"
+      --fit "$out/calibrated.json")  # with 80/90/95% intervals (one run)
 for t in "${targets[@]}"; do pred+=(--platform "$out/tables/$t.toml"); done
 "$invmw" predict "${pred[@]}" > "$out/predictions-emulated.txt"
 
