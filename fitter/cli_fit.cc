@@ -135,6 +135,19 @@ nlohmann::json ToJson(const Model& m, const DataTable& d, const FitOptions& o, c
                                {"min", u.min},
                                {"max", u.max},
                                {"share_of_total", Num(u.share)}});
+  j["identifiability"] = nlohmann::json::array();
+  for (const auto& e : r.identifiability)
+    j["identifiability"].push_back(
+        {{"parameter", e.parameter}, {"reason", e.reason}, {"remedy", e.remedy}});
+  // The parameter covariance (units of the parameters), for prediction intervals (invmw predict
+  // --fit, invmw validate --fit).
+  j["covariance"] = nlohmann::json::array();
+  for (const auto& row : r.covariance) {
+    nlohmann::json jr = nlohmann::json::array();
+    for (double v : row) jr.push_back(Num(v));
+    j["covariance"].push_back(jr);
+  }
+  j["loss"] = o.loss;
   j["warnings"] = r.warnings;
   return j;
 }
@@ -160,8 +173,12 @@ void PrintText(const Model& m, const DataTable& d, const FitOptions& o, const Fi
                 Fmt(p.ci_high).c_str(), Fmt(100 * p.std_error / std::fabs(p.value), 8).c_str(),
                 note.c_str());
   }
-  std::printf("(%g%% confidence intervals from the covariance, Student t with %d dof)\n\n",
+  std::printf("(%g%% confidence intervals from the covariance, Student t with %d dof)\n",
               100 * o.confidence, r.dof);
+  for (const auto& e : r.identifiability)
+    std::printf("not determined by this design: %s (%s); remedy: %s\n", e.parameter.c_str(),
+                e.reason.c_str(), e.remedy.c_str());
+  std::printf("\n");
   if (r.covariance_ok) {
     std::printf("correlation %*s", 0, "");
     for (const auto& p : r.params) std::printf("%8s", p.name.c_str());
@@ -212,7 +229,7 @@ int RunFit(int argc, char** argv) {
   std::string model_name, data_path, design, db_path, run_platform,
       weighting = "relative", loss = "none", loss_scale, starts, seed, out_table, platform_name,
       base_table, tables_dir;
-  std::vector<std::string> responses, fixes, derives;
+  std::vector<std::string> responses, fixes, derives, fixes_from;
   Args args("invmw fit --model MODEL (--design NAME [--db FILE] | --data FILE.csv) [options]",
             "Calibrates the parameters of a model file from measurements with Ceres Solver\n"
             "(least squares, exact derivatives). Reports estimates, standard errors, confidence\n"
@@ -237,6 +254,9 @@ int RunFit(int argc, char** argv) {
       .Option("--seed", "N", &seed, "random seed for the extra starts")
       .Repeated("--response", "NAME", &responses, "fit only this response")
       .Repeated("--fix", "NAME=VALUE", &fixes, "hold a parameter at a value")
+      .Repeated("--fix-from", "NAME=TABLE", &fixes_from,
+                "hold a parameter at TABLE's value of it (e.g. a probed table's a2); the "
+                "written table names TABLE and its source")
       .Repeated("--derive", "F=EXPR", &derives,
                 "add factor F computed from the data's columns (model expression syntax), e.g. "
                 "nt from rc, or s=10")
@@ -293,7 +313,23 @@ int RunFit(int argc, char** argv) {
     if (*end != '\0') return Fail("--loss-scale '" + loss_scale + "': expected a number");
   }
   if (!o.IsValid(&err)) return Fail("fit: " + err);
+  std::map<std::string, std::string> fixed_source;  // parameter -> where its value came from
   try {
+    for (const auto& f : fixes_from) {
+      size_t eq = f.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
+        return Fail("fit: --fix-from '" + f + "': expected NAME=TABLE");
+      std::string name = f.substr(0, eq);
+      PlatformTable t = LoadPlatformTable(ResolvePlatformTable(f.substr(eq + 1), tables_dir));
+      const TableValue* v = t.Parameter(name);
+      if (!v)
+        return Fail("fit: --fix-from " + f + ": table " + t.path + " has no parameter '" + name +
+                    "'");
+      if (o.fixed.count(name)) return Fail("fit: " + name + " is held by --fix and --fix-from");
+      o.fixed[name] = v->value;
+      fixed_source[name] = "fixed from table " + t.name + " (" + v->source + ")";
+    }
+    if (!o.IsValid(&err)) return Fail("fit: " + err);
     Model m = Model::Load(ResolveModelPath(model_name));
     DataTable d = design.empty()
                       ? ReadCsv(data_path)
@@ -324,9 +360,10 @@ int RunFit(int argc, char** argv) {
         v.value = p.value;
         v.unit = p.unit;
         v.std_error = std::isfinite(p.std_error) ? p.std_error : -1;
-        v.source = p.fixed    ? "held fixed in the fit"
-                   : p.unused ? "model initial value (not in any fitted response)"
-                              : "fit of " + m.name() + " to " + d.source;
+        v.source = fixed_source.count(p.name) ? fixed_source[p.name]
+                   : p.fixed                  ? "held fixed in the fit"
+                   : p.unused                 ? "model initial value (not in any fitted response)"
+                                              : "fit of " + m.name() + " to " + d.source;
         t.parameters.push_back(v);
       }
       WriteFileAtomic(out_table, FormatPlatformTable(t));

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "fitter/cli_common.h"
+#include "fitter/interval.h"
 #include "fitter/predict.h"
 
 namespace invmw::fit::cli {
@@ -26,7 +27,8 @@ int RunPredict(int argc, char** argv) {
       return Fail("predict: --replay is not available in this build (replay/ not linked)");
     }
   bool done = false, json = false;
-  std::string model_name, sweep_text, reference, tables_dir;
+  std::string model_name, sweep_text, reference, tables_dir, fit_json, statistic = "median";
+  std::string replications_text = "1";
   std::vector<std::string> platforms, sets;
   Args args(
       "invmw predict --model MODEL --platform P [--platform Q ...] --set F=V ... --sweep F=A..B",
@@ -42,6 +44,12 @@ int RunPredict(int argc, char** argv) {
       .Option("--sweep", "F=A..B", &sweep_text, "factor to vary: A..B, A..B:STEP or V1,V2,...")
       .Option("--reference", "TABLE", &reference, "calibrated table to transfer from")
       .Option("--tables", "DIR", &tables_dir, "directory of platform tables")
+      .Option("--fit", "FIT.json", &fit_json,
+              "`invmw fit --json` of the calibration: 80/90/95% prediction intervals per point "
+              "and response from its parameter covariance and residual noise")
+      .Option("--replications", "R", &replications_text,
+              "with --fit: intervals for the statistic of R runs (default 1: one run)")
+      .Option("--statistic", "S", &statistic, "with --fit and R > 1: median (default) or mean")
       .Flag("--json", &json, "machine-readable output")
       .Epilog(
           "Example:\n  invmw predict --model opal --platform cray-j90 --platform fast-cops \\\n"
@@ -50,6 +58,18 @@ int RunPredict(int argc, char** argv) {
   if (model_name.empty()) return Fail("predict: --model is required");
   if (platforms.empty()) return Fail("predict: at least one --platform is required");
   if (sweep_text.empty()) return Fail("predict: --sweep is required (e.g. p=1..7)");
+  int replications = 0;
+  try {
+    size_t used = 0;
+    replications = std::stoi(replications_text, &used);
+    if (used != replications_text.size()) replications = 0;
+  } catch (const std::exception&) {
+  }
+  if (replications < 1)
+    return Fail("predict: --replications must be a whole number >= 1, got '" + replications_text +
+                "'");
+  if (statistic != "median" && statistic != "mean")
+    return Fail("predict: --statistic must be median or mean, got '" + statistic + "'");
   std::map<std::string, double> settings;
   std::string err;
   if (!ParseAssignments(sets, "--set", &settings, &err)) return Fail(err);
@@ -69,6 +89,25 @@ int RunPredict(int argc, char** argv) {
       preds.push_back(Predict(m, resolved.back().values, settings, sweep));
       preds.back().platform = tables.back().name;
     }
+    // Intervals per platform and sweep point (model.responses() order), with --fit.
+    std::vector<std::vector<std::vector<ResponseInterval>>> intervals(tables.size());
+    if (!fit_json.empty()) {
+      FitUncertainty fu = LoadFitUncertainty(fit_json, m);
+      for (size_t i = 0; i < tables.size(); ++i) {
+        auto cov = TransferCovariance(m, fu, resolved[i], ref != nullptr);
+        for (double x : sweep.values) {
+          std::vector<double> f;
+          for (const auto& fac : m.factors()) {
+            auto it = settings.find(fac.name);
+            f.push_back(fac.name == sweep.factor ? x
+                        : it != settings.end()   ? it->second
+                                                 : fac.default_value);
+          }
+          intervals[i].push_back(PredictionIntervals(m, f, resolved[i].values, cov, fu.sigma,
+                                                     fu.weighting, replications, statistic));
+        }
+      }
+    }
     const auto& rs = m.responses();
     const auto& params = m.parameters();
     if (json) {
@@ -87,9 +126,21 @@ int RunPredict(int argc, char** argv) {
         }
         jp["notes"] = resolved[i].notes;
         for (const auto& n : preds[i].notes) jp["notes"].push_back(n);
-        for (const auto& pt : preds[i].points) {
+        for (size_t r = 0; r < preds[i].points.size(); ++r) {
+          const auto& pt = preds[i].points[r];
           nlohmann::json jpt{{sweep.factor, pt.x}, {"time", pt.time}, {"speedup", pt.speedup}};
           for (size_t c = 0; c < pt.components.size(); ++c) jpt[rs[c + 1].name] = pt.components[c];
+          if (!intervals[i].empty()) {
+            for (size_t k = 0; k < rs.size(); ++k) {
+              const ResponseInterval& ri = intervals[i][r][k];
+              nlohmann::json jr{{"predicted", ri.predicted},
+                                {"sd_parameters", ri.sd_param},
+                                {"sd_noise", ri.sd_noise}};
+              for (size_t l = 0; l < ri.intervals.size(); ++l)
+                jr[kIntervalKeys[l]] = {ri.intervals[l].low, ri.intervals[l].high};
+              jpt["responses"][rs[k].name] = jr;
+            }
+          }
           jp["points"].push_back(jpt);
         }
         jp["best"] = preds[i].points[preds[i].best].x;
@@ -131,6 +182,18 @@ int RunPredict(int argc, char** argv) {
       for (const auto& p : preds)
         std::printf(" %s %s", Fmt(p.points[r].time).c_str(), Fmt(p.points[r].speedup, 10).c_str());
       std::printf("\n");
+    }
+    if (!fit_json.empty()) {
+      std::printf("\n90%% prediction intervals of %s [s] (%d run%s%s):\n", rs[0].name.c_str(),
+                  replications, replications > 1 ? "s, " : "",
+                  replications > 1 ? statistic.c_str() : "");
+      for (size_t r = 0; r < sweep.values.size(); ++r) {
+        std::printf("%-8g", sweep.values[r]);
+        for (size_t i = 0; i < tables.size(); ++i)
+          std::printf(" %s..%s", Fmt(intervals[i][r][0].intervals[1].low, 0).c_str(),
+                      Fmt(intervals[i][r][0].intervals[1].high, 0).c_str());
+        std::printf("\n");
+      }
     }
     if (rs.size() > 1) {
       for (const auto& p : preds) {

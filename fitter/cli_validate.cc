@@ -12,6 +12,7 @@
 #include "fitter/cli_common.h"
 #include "fitter/derive.h"
 #include "fitter/file_io.h"
+#include "fitter/interval.h"
 #include "fitter/predict.h"
 #include "fitter/results_db.h"
 #include "fitter/validate.h"
@@ -40,9 +41,26 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
   j["db"] = db;
   j["table"] = table.name;
   j["reference"] = ref ? nlohmann::json(ref->name) : nlohmann::json();
+  j["statistic"] = v.statistic;
   j["rule"] =
-      "replications of a point averaged; error = (predicted - measured mean) / measured mean; "
-      "summary = median and worst |error| over the points";
+      "replications of a point summarised by their " + v.statistic +
+      (v.paired && v.drift.applied ? " after dividing each run by its paired reference run's drift"
+                                   : "") +
+      "; error = (predicted - measured) / measured; summary = median and worst |error| "
+      "over the points; noise floor = the same for an exact model, from the statistic's "
+      "noise given each point's replications (sd of log t / sqrt(R))";
+  if (v.paired) {
+    j["drift"] = {{"paired_with", v.drift.reference},
+                  {"pairs", v.drift.pairs},
+                  {"applied", v.drift.applied},
+                  {"unpaired", v.drift.unpaired},
+                  {"sd_log_across_time", Number(v.drift.sd_log_across_time)},
+                  {"sd_log_within_pairs", Number(v.drift.sd_log_within_pairs)},
+                  {"median_abs_drift_pct", Number(v.drift.median_abs_drift_pct)},
+                  {"worst_abs_drift_pct", Number(v.drift.worst_abs_drift_pct)}};
+  } else {
+    j["drift"] = nullptr;
+  }
   j["parameters"] = nlohmann::json::array();
   for (size_t k = 0; k < m.parameters().size(); ++k)
     j["parameters"].push_back({{"name", m.parameters()[k].name},
@@ -53,22 +71,47 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
   j["points"] = nlohmann::json::array();
   for (const auto& p : v.points) {
     nlohmann::json jp{{"point", p.group}, {"factors", p.factors}, {"runs", p.runs}};
+    if (v.paired) {
+      jp["pairs"] = nlohmann::json::array();
+      for (const auto& d : p.pairs)
+        jp["pairs"].push_back(
+            {{"run", d.run}, {"reference_run", d.reference_run}, {"drift", Number(d.drift)}});
+    }
     for (const auto& r : p.responses) {
-      jp["responses"][r.name] = {{"column", r.column},       {"replications", r.measured},
-                                 {"mean", Number(r.mean)},   {"min", Number(r.min)},
-                                 {"max", Number(r.max)},     {"sd", Number(r.sd)},
-                                 {"predicted", r.predicted}, {"error_pct", Number(r.error_pct)}};
+      nlohmann::json jr = {{"column", r.column},
+                           {"replications", r.measured},
+                           {"mean", Number(r.mean)},
+                           {"median", Number(r.median)},
+                           {"min", Number(r.min)},
+                           {"max", Number(r.max)},
+                           {"sd", Number(r.sd)},
+                           {"predicted", r.predicted},
+                           {"error_pct", Number(r.error_pct)},
+                           {"noise_floor_pct", Number(r.noise_floor_pct)}};
+      if (r.has_intervals)
+        for (size_t l = 0; l < r.intervals.size(); ++l)
+          jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
+      jp["responses"][r.name] = jr;
     }
     j["points"].push_back(jp);
   }
   for (const auto& s : v.summary) {
-    j["summary"][s.name] = {{"column", s.column},
-                            {"points", s.points},
-                            {"unmeasured", s.unmeasured},
-                            {"median_abs_error_pct", Number(s.median_abs_pct)},
-                            {"mean_abs_error_pct", Number(s.mean_abs_pct)},
-                            {"worst_abs_error_pct", Number(s.worst_abs_pct)},
-                            {"worst_point", s.worst_group}};
+    j["summary"][s.name] = {
+        {"column", s.column},
+        {"points", s.points},
+        {"unmeasured", s.unmeasured},
+        {"median_abs_error_pct", Number(s.median_abs_pct)},
+        {"mean_abs_error_pct", Number(s.mean_abs_pct)},
+        {"worst_abs_error_pct", Number(s.worst_abs_pct)},
+        {"worst_point", s.worst_group},
+        {"noise_floor_median_abs_error_pct", Number(s.noise_floor_median_abs_pct)},
+        {"noise_floor_worst_abs_error_pct", Number(s.noise_floor_worst_abs_pct)},
+        {"sd_log_run", Number(s.sd_log_run)},
+        {"replications_for_2pct_floor", s.replications_for_floor}};
+    if (std::isfinite(s.coverage[0]))
+      for (size_t l = 0; l < s.coverage.size(); ++l)
+        j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
+            Number(s.coverage[l]);
   }
   return j;
 }
@@ -85,8 +128,19 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
                 m.parameters()[k].unit.c_str(), rp.origins[k].c_str());
   for (const auto& n : rp.notes) std::printf("  note: %s\n", n.c_str());
   const auto& rs = m.responses();
-  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s\n", "POINT", "FACTORS", "REPS", "MEASURED[s]",
-              "SD[s]", "PREDICTED", "ERROR%");
+  std::printf(
+      "\nmeasured = %s of the replications%s\n", v.statistic.c_str(),
+      v.paired && v.drift.applied ? ", each run divided by its paired reference run's drift" : "");
+  if (v.paired)
+    std::printf(
+        "%s (paired with %s, %d pairs, %d unpaired): median |drift| %s%%, "
+        "worst %s%%; sd(log t) across time %s, within pairs %s\n",
+        v.drift.applied ? "drift removed" : "drift NOT removed (the pairs are noisier)",
+        v.drift.reference.c_str(), v.drift.pairs, v.drift.unpaired,
+        Fmt(v.drift.median_abs_drift_pct, 0).c_str(), Fmt(v.drift.worst_abs_drift_pct, 0).c_str(),
+        Fmt(v.drift.sd_log_across_time, 0).c_str(), Fmt(v.drift.sd_log_within_pairs, 0).c_str());
+  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s %8s\n", "POINT", "FACTORS", "REPS",
+              "MEASURED[s]", "SD[s]", "PREDICTED", "ERROR%", "FLOOR%");
   for (const auto& p : v.points) {
     std::string f;
     for (const auto& [name, value] : p.factors) {
@@ -96,27 +150,38 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
       f += buf;
     }
     const auto& t = p.responses.front();
-    std::printf("%-6ld %-28s %4d %s %s %s %s\n", p.group, f.c_str(), t.measured,
-                Fmt(t.mean).c_str(), Fmt(t.sd, 10).c_str(), Fmt(t.predicted).c_str(),
-                Fmt(t.error_pct, 8).c_str());
+    std::printf("%-6ld %-28s %4d %s %s %s %s %s\n", p.group, f.c_str(), t.measured,
+                Fmt(v.statistic == "mean" ? t.mean : t.median).c_str(), Fmt(t.sd, 10).c_str(),
+                Fmt(t.predicted).c_str(), Fmt(t.error_pct, 8).c_str(),
+                Fmt(t.noise_floor_pct, 8).c_str());
   }
-  std::printf("\n%-12s %-12s %6s %12s %12s %12s\n", "RESPONSE", "MEASURED AS", "POINTS",
-              "MEDIAN|ERR|%", "MEAN|ERR|%", "WORST|ERR|%");
+  std::printf("\n%-12s %-12s %6s %12s %12s %12s %12s %12s %6s\n", "RESPONSE", "MEASURED AS",
+              "POINTS", "MEDIAN|ERR|%", "MEAN|ERR|%", "WORST|ERR|%", "FLOOR.MED%", "FLOOR.WORST%",
+              "IN90%");
   for (size_t k = 0; k < rs.size(); ++k) {
     const auto& s = v.summary[k];
-    std::printf("%-12s %-12s %6d %s %s %s", s.name.c_str(), s.column.c_str(), s.points,
+    std::printf("%-12s %-12s %6d %s %s %s %s %s %s", s.name.c_str(), s.column.c_str(), s.points,
                 Fmt(s.median_abs_pct, 12).c_str(), Fmt(s.mean_abs_pct, 12).c_str(),
-                Fmt(s.worst_abs_pct, 12).c_str());
+                Fmt(s.worst_abs_pct, 12).c_str(), Fmt(s.noise_floor_median_abs_pct, 12).c_str(),
+                Fmt(s.noise_floor_worst_abs_pct, 12).c_str(), Fmt(100 * s.coverage[1], 6).c_str());
     if (s.worst_group >= 0) std::printf(" (point %ld)", s.worst_group);
     if (s.unmeasured) std::printf(" [%d point(s) without a measured value]", s.unmeasured);
     std::printf("\n");
   }
+  std::printf(
+      "\nreplications per point for a 2%% noise floor, from the measured per-run spread "
+      "(sd of log t):");
+  for (const auto& s : v.summary)
+    if (s.replications_for_floor > 0)
+      std::printf(" %s %d (%s)", s.name.c_str(), s.replications_for_floor,
+                  Fmt(s.sd_log_run, 0).c_str());
+  std::printf("\n");
 }
 
 int RunValidate(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, design, db_path, run_platform, table_name, reference, tables_dir, label,
-      out;
+      out, statistic = "median", pair_platform, pair_design, fit_json;
   std::vector<std::string> sets, derives;
   Args args(
       "invmw validate --model MODEL --design NAME --table TABLE [--reference TABLE] [options]",
@@ -127,7 +192,13 @@ int RunValidate(int argc, char** argv) {
       "are (a calibrated table on held-out points of its own platform); with --reference, the\n"
       "calibrated reference is transferred to TABLE (a target's probed table) by the rule of\n"
       "invmw predict: a1, b1, b5 from TABLE, a2..a4 scaled by the kernel-time ratio.\n"
-      "Rule: error = (predicted - measured mean) / measured mean, in percent.");
+      "Rule: error = (predicted - measured) / measured, in percent, where measured is the\n"
+      "median (or --statistic mean) of the point's replications; every error figure comes\n"
+      "with its noise floor, the error an exact model would show given the replications'\n"
+      "spread (sd of log t / sqrt(R)). --pair-platform divides each run by the drift of the "
+      "reference\n"
+      "platform's run of the same point and replication, measured beside it in time.\n"
+      "--fit adds 80/90/95% prediction intervals per point and response.");
   args.Option("--model", "MODEL", &model_name, "built-in model name or file")
       .Option("--design", "NAME", &design, "the measured runs: this design's rows")
       .Option("--db", "FILE", &db_path, results::kDbHelp)
@@ -139,6 +210,14 @@ int RunValidate(int argc, char** argv) {
       .Repeated("--set", "F=V", &sets, "value of a factor the runs do not record")
       .Repeated("--derive", "F=EXPR", &derives,
                 "factor F computed from the runs' columns, as for invmw fit")
+      .Option("--statistic", "S", &statistic, "of a point's replications: median (default), mean")
+      .Option("--pair-platform", "NAME", &pair_platform,
+              "cancel drift: pair every run with this platform's run of the same point and "
+              "replication (taken beside it in time)")
+      .Option("--pair-design", "NAME", &pair_design, "the paired runs' design (default: --design)")
+      .Option("--fit", "FIT.json", &fit_json,
+              "`invmw fit --json` of the calibration: prediction intervals from its parameter "
+              "covariance and residual noise")
       .Option("--label", "TEXT", &label, "name of this validation in reports (default: TABLE)")
       .Option("--out", "FILE", &out, "also write the JSON result to FILE")
       .Flag("--json", &json, "print JSON instead of text")
@@ -153,6 +232,10 @@ int RunValidate(int argc, char** argv) {
   if (model_name.empty()) return Fail("validate: --model is required");
   if (design.empty()) return Fail("validate: --design is required");
   if (table_name.empty()) return Fail("validate: --table is required");
+  if (statistic != "median" && statistic != "mean")
+    return Fail("validate: --statistic must be median or mean, got '" + statistic + "'");
+  if (!pair_design.empty() && pair_platform.empty())
+    return Fail("validate: --pair-design needs --pair-platform");
   std::map<std::string, double> settings;
   std::string err;
   if (!ParseAssignments(sets, "--set", &settings, &err)) return Fail(err);
@@ -167,7 +250,24 @@ int RunValidate(int argc, char** argv) {
     std::string db = results::DbPath(db_path, invmw::cli::ExecutableDir());
     DataTable d = LoadResults(db, {design, run_platform});
     AddDerivedColumns(&d, derives);
-    Validation v = Validate(m, rp.values, d, settings);
+    ValidateOptions vo;
+    vo.statistic = statistic;
+    DataTable paired;
+    if (!pair_platform.empty()) {
+      const std::string pd = pair_design.empty() ? design : pair_design;
+      paired = LoadResults(db, {pd, pair_platform});
+      vo.paired = &paired;
+      vo.paired_name = pair_platform + " (design " + pd + ")";
+    }
+    std::vector<std::vector<double>> cov;
+    if (!fit_json.empty()) {
+      FitUncertainty fu = LoadFitUncertainty(fit_json, m);
+      cov = TransferCovariance(m, fu, rp, ref != nullptr);
+      vo.cov = &cov;
+      vo.sigma = fu.sigma;
+      vo.weighting = fu.weighting;
+    }
+    Validation v = Validate(m, rp.values, d, settings, vo);
     nlohmann::json j = ToJson(m, table, ref.get(), rp, design, run_platform, db,
                               label.empty() ? table.name : label, v);
     if (!out.empty()) {

@@ -29,6 +29,9 @@ struct DataTable {
   // Optional: design point of each row. Rows with equal groups are replications of one point;
   // leave-one-out cross-validation leaves out a whole group. Empty: every row is its own point.
   std::vector<long> groups;
+  // Optional: replication index of each row (results database); pairs a run with the run of the
+  // same point and replication on another platform (invmw validate --pair-platform).
+  std::vector<long> replications;
   // Columns known to hold measured responses rather than factor settings (filled by the
   // results-database loader; empty for CSV, where only the names of contract B are known).
   std::vector<std::string> response_columns;

@@ -435,7 +435,8 @@ std::string NonFinitePoint(const Context& c, const DataTable& data, const std::v
 }
 
 // Names the parameters that move together in the Jacobian's near-null space.
-std::string DiagnoseRank(const Context& c, std::vector<double>* x) {
+std::string DiagnoseRank(const Context& c, std::vector<double>* x,
+                         std::set<std::string>* unidentified = nullptr) {
   std::vector<char> all(c.factors.size(), 1);
   Built b = BuildProblem(c, x, all);
   ceres::Problem::EvaluateOptions eo;
@@ -467,6 +468,7 @@ std::string DiagnoseRank(const Context& c, std::vector<double>* x) {
   for (int i = 0; i < static_cast<int>(idx.size()); ++i) {
     if (j.col(i).norm() == 0) names.insert(c.model->parameters()[idx[i]].name);
   }
+  if (unidentified) *unidentified = names;
   std::string out = "Jacobian rank " + std::to_string(rank) + " of " + std::to_string(idx.size()) +
                     " free parameters";
   if (!names.empty()) {
@@ -588,10 +590,65 @@ std::vector<std::vector<double>> ComputeCovariance(const Context& c,
       }
     }
   } else {
-    res->warnings.push_back("covariance failed: " + DiagnoseRank(c, &xb) +
+    std::set<std::string> names;
+    res->warnings.push_back("covariance failed: " + DiagnoseRank(c, &xb, &names) +
                             "; no standard errors (change the design or fix parameters)");
+    for (const auto& n : names)
+      res->identifiability.push_back(
+          {n, "near-singular covariance",
+           "fix it from the platform's probes (--fix " + n +
+               "=VALUE) or add design points that vary the factors its term depends on, so "
+               "that it no longer moves together with another parameter"});
   }
   return cov;
+}
+
+// Parameters the design does not determine (issue 20, item 3), after the rank diagnosis of
+// ComputeCovariance: one ended on a bound (its interval means nothing), its interval spans zero
+// (the data cannot tell it from no effect), or it is almost a linear combination of another
+// (|correlation| above kNearSingular: the covariance is near-singular along their difference).
+// Each comes with a remedy, because the caller (the pipeline) acts on it.
+void ReportIdentifiability(const Context& c, FitResult* res) {
+  constexpr double kNearSingular = 0.995;
+  const size_t np = res->params.size();
+  std::set<std::string> listed;
+  for (const auto& e : res->identifiability) listed.insert(e.parameter);
+  auto add = [&](const std::string& name, const std::string& reason, const std::string& remedy) {
+    if (listed.insert(name).second) res->identifiability.push_back({name, reason, remedy});
+  };
+  const std::string probes =
+      "take it from the platform's probes (--fix NAME=VALUE, the source "
+      "named in the table)";
+  for (size_t i = 0; i < np; ++i) {
+    const ParamEstimate& e = res->params[i];
+    if (!c.free[i] || e.unused) continue;
+    std::string fix = probes;
+    fix.replace(fix.find("NAME"), 4, e.name);
+    if (e.at_bound) {
+      add(e.name, "at bound",
+          fix + ", or add design points where its term is a larger share of the time");
+    } else if (res->covariance_ok && std::isfinite(e.ci_low) && e.ci_low < 0 && e.ci_high > 0) {
+      add(e.name, "interval spans zero",
+          fix +
+              ", or add replications and design points where its term is a larger share of "
+              "the time");
+    }
+  }
+  for (size_t i = 0; i < np && res->covariance_ok; ++i) {
+    for (size_t j = i + 1; j < np; ++j) {
+      double r = res->correlation[i][j];
+      if (!(std::fabs(r) > kNearSingular)) continue;
+      for (size_t k : {i, j}) {
+        const std::string& other = res->params[k == i ? j : i].name;
+        std::string fix = probes;
+        fix.replace(fix.find("NAME"), 4, res->params[k].name);
+        add(res->params[k].name,
+            "near-singular covariance (correlation with " + other + " " + Str(r) + ")",
+            fix + ", or add design points that vary the factors that separate its term from " +
+                other + "'s");
+      }
+    }
+  }
 }
 
 // Each parameter's estimate, standard error and interval, with warnings about the ones that
@@ -637,6 +694,8 @@ void ReportParameters(const Context& c, const std::vector<double>& values,
     for (size_t j = 0; j < np; ++j)
       if (res->covariance_ok && c.free[i] && c.free[j])
         res->correlation[i][j] = cov[i][j] / std::sqrt(cov[i][i] * cov[j][j]);
+  res->covariance = cov;
+  ReportIdentifiability(c, res);
 }
 
 // Leave-one-out cross-validation: refit without each design point, predict it. Returns the

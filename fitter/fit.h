@@ -77,6 +77,12 @@ struct ResponseStats {
   double cv_mape = -1, cv_max_ape = -1;  // -1: not computed
 };
 
+// A parameter the design cannot determine, and what would determine it (issue 20): `reason` is
+// "at bound", "interval spans zero" or "near-singular covariance" (with the partner named).
+struct Identifiability {
+  std::string parameter, reason, remedy;
+};
+
 struct FitResult {
   std::string model;
   bool converged = false;
@@ -92,7 +98,9 @@ struct FitResult {
   std::vector<ResponseStats> responses;          // per fitted response, then "all"
   std::vector<PointResidual> residuals;
   std::vector<std::string> warnings;
-  std::vector<double> Values() const;  // fitted parameter values in model order
+  std::vector<Identifiability> identifiability;  // model order; empty when all are determined
+  std::vector<std::vector<double>> covariance;   // parameter units, model order; NaN if undefined
+  std::vector<double> Values() const;            // fitted parameter values in model order
 };
 
 FitResult Fit(const Model& model, const DataTable& data, const FitOptions& options);

@@ -145,6 +145,32 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
   const int replications = PingPongReplications(s);
+  // With several replications (the pipeline's probe rounds, minutes apart), a1 is the median of
+  // each round's own slope: one round caught in a slow moment of the machine, or a round whose
+  // large messages partly rode the token bucket's burst, then moves a1 no more than any other
+  // (issue 20). The pooled fit still gives the standard error.
+  std::vector<double> round_a1;
+  for (int k = 0; replications > 1 && k < replications; ++k) {
+    DataTable dk;
+    dk.source = d.source;
+    dk.columns = d.columns;
+    std::vector<double> ks;
+    for (const auto& p : s.pingpong)
+      if (p.replication == k) {
+        dk.rows.push_back({p.bytes, p.mean_s});
+        ks.push_back(p.bytes);
+      }
+    std::sort(ks.begin(), ks.end());
+    if (std::unique(ks.begin(), ks.end()) - ks.begin() < 2) continue;
+    FitResult rk = Fit(pp, dk, o);
+    if (rk.converged) round_a1.push_back(rk.params[pp.ParamIndex("a1")].value);
+  }
+  if (round_a1.size() >= 2) {
+    std::sort(round_a1.begin(), round_a1.end());
+    size_t n = round_a1.size();
+    r.params[pp.ParamIndex("a1")].value =
+        n % 2 ? round_a1[n / 2] : 0.5 * (round_a1[n / 2 - 1] + round_a1[n / 2]);
+  }
   std::string b1_text =
       sizes.front() == 0 ? "probe-pingpong: mean half round trip of 0-byte messages, " + Spread(lat)
                          : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
@@ -154,7 +180,11 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
       std::to_string(sizes.size()) + " sizes " + G(sizes.front(), "%.0f") + ".." +
       G(sizes.back(), "%.0f") + " bytes x " + std::to_string(replications) + " replications" +
       command("pingpong") + ", " + c.where + ", " + c.date + "; mean abs. error " +
-      G(r.responses.empty() ? NAN : r.responses[0].mape, "%.2g") + "%";
+      G(r.responses.empty() ? NAN : r.responses[0].mape, "%.2g") + "%" +
+      (round_a1.size() >= 2 ? "; a1 = median of the " + std::to_string(round_a1.size()) +
+                                  " replications' own slopes (" + G(round_a1.front(), "%.4g") +
+                                  ".." + G(round_a1.back(), "%.4g") + " MB/s)"
+                            : std::string());
   for (const auto& p : r.params) {
     TableValue v;
     v.name = p.name;

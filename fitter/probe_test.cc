@@ -142,6 +142,32 @@ TEST(Probe, RateOfALimitedNetworkComesFromTheLargeMessages) {
   EXPECT_NEAR(t.Parameter("b1")->value, 10e-6, 1e-9);
 }
 
+// Issue 20, item 3: a1 is the median of the rounds' own slopes. Three rounds at 12.5 MB/s and one
+// caught in a slow moment (5 MB/s): the pooled slope would be pulled to about 10 MB/s, the
+// median stays at the rate, and the source says how it was taken.
+TEST(Probe, RateIsTheMedianOverRounds) {
+  std::ostringstream text;
+  text.precision(17);
+  for (int k = 0; k < 4; ++k) {
+    double rate = k == 2 ? 5e6 : 12.5e6;
+    for (double bytes : {0.0, 262144.0, 1048576.0, 4194304.0})
+      text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
+           << R"(,"mean_s":)" << 10e-6 + bytes / rate * (1 + 0.01 * (k - 1.5)) << "}\n";
+  }
+  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
+       << "\n";
+  for (const char* k : {"pair_check", "pair_energy", "bonded"})
+    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
+         << "\n";
+  ProbeSamples s;
+  ParseProbeLines(text.str(), "probe.out", &s);
+  PlatformTable t = EstimatePlatform(s, Context());
+  EXPECT_NEAR(t.Parameter("a1")->value, 12.5, 0.02 * 12.5);
+  EXPECT_NE(t.Parameter("a1")->source.find("median of the 4 replications' own slopes"),
+            std::string::npos)
+      << t.Parameter("a1")->source;
+}
+
 TEST(Probe, BadOrMissingOutputIsAClearError) {
   EXPECT_NE(ErrorOf("{\"probe\":\"ping\"}\n").find("p.out:1: unknown probe 'ping'"),
             std::string::npos);

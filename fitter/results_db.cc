@@ -161,6 +161,7 @@ DataTable LoadResults(const std::string& path, const ResultsQuery& q) {
     t.labels.push_back("run " + std::to_string(r.id) + " (point " + std::to_string(r.point) +
                        ", replication " + std::to_string(r.replication) + ")");
     t.groups.push_back(r.point);
+    t.replications.push_back(r.replication);
   }
   return t;
 }

@@ -3,8 +3,75 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 namespace invmw::fit {
+
+namespace {
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The standard deviation of the statistic of x, relative: the replications' sd of log t over
+// sqrt(R), times sqrt(pi/2) for the median of more than 2 (its efficiency under Gaussian noise).
+// A parametric estimate: the bootstrap of a median of 5 values takes one of 5 values and
+// understated the floor by half on synthetic data with known noise. NaN below 2 values.
+double StatisticSdLog(const std::vector<double>& x, const std::string& statistic) {
+  std::vector<double> l;
+  for (double v : x)
+    if (v > 0 && std::isfinite(v)) l.push_back(std::log(v));
+  if (l.size() < 2) return NAN;
+  double m = std::accumulate(l.begin(), l.end(), 0.0) / l.size(), ss = 0;
+  for (double v : l) ss += (v - m) * (v - m);
+  double f = statistic == "median" && l.size() > 2 ? M_PI / 2 : 1.0;
+  return std::sqrt(ss / (l.size() - 1) * f / l.size());
+}
+
+// |error| in percent of an exact model at one point, drawn `resamples` times (seeded): the
+// statistic's own noise, |sd * z|. Empty without a spread.
+std::vector<double> NoiseDraws(const std::vector<double>& x, const std::string& statistic,
+                               int resamples, unsigned seed) {
+  std::vector<double> out;
+  double sd = StatisticSdLog(x, statistic);
+  if (!std::isfinite(sd)) return out;
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  for (int k = 0; k < resamples; ++k) out.push_back(100 * std::fabs(std::expm1(sd * z(rng))));
+  return out;
+}
+
+// Pooled within-group standard deviation of log values (groups of one value add nothing).
+double PooledSdLog(const std::map<long, std::vector<double>>& groups) {
+  double ss = 0;
+  long dof = 0;
+  for (const auto& [g, v] : groups) {
+    std::vector<double> l;
+    for (double x : v)
+      if (x > 0 && std::isfinite(x)) l.push_back(std::log(x));
+    if (l.size() < 2) continue;
+    double m = std::accumulate(l.begin(), l.end(), 0.0) / l.size();
+    for (double x : l) ss += (x - m) * (x - m);
+    dof += static_cast<long>(l.size()) - 1;
+  }
+  return dof > 0 ? std::sqrt(ss / dof) : NAN;
+}
+
+}  // namespace
+
+double Statistic(std::vector<double> x, const std::string& statistic) {
+  if (x.empty()) return NAN;
+  if (statistic == "mean") return std::accumulate(x.begin(), x.end(), 0.0) / x.size();
+  return MedianOf(std::move(x));
+}
+
+double NoiseFloorPct(const std::vector<double>& x, const std::string& statistic) {
+  double sd = StatisticSdLog(x, statistic);
+  return std::isfinite(sd) ? 100 * std::expm1(0.6744897501960817 * sd) : NAN;
+}
 
 double MedianAbs(std::vector<double> values) {
   std::vector<double> v;
@@ -17,7 +84,9 @@ double MedianAbs(std::vector<double> values) {
 }
 
 Validation Validate(const Model& model, const std::vector<double>& params, const DataTable& data,
-                    const std::map<std::string, double>& settings) {
+                    const std::map<std::string, double>& settings, const ValidateOptions& opts) {
+  if (opts.statistic != "mean" && opts.statistic != "median")
+    throw DataError("statistic: must be \"mean\" or \"median\", got \"" + opts.statistic + "\"");
   const auto& factors = model.factors();
   // Where every factor's value comes from: a data column, a setting, or the model's default.
   std::vector<int> col(factors.size(), -1);
@@ -52,7 +121,65 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
     groups[data.groups.empty() ? static_cast<long>(r) : data.groups[r]].push_back(r);
 
   Validation v;
+  v.statistic = opts.statistic;
+  // Drift of each row: its paired reference run over the reference's median at that point.
+  std::vector<double> drift(data.rows.size(), 1.0);
+  std::vector<std::string> partner(data.rows.size());
+  if (opts.paired) {
+    const DataTable& ref = *opts.paired;
+    if (data.replications.size() != data.rows.size() ||
+        ref.replications.size() != ref.rows.size() || ref.groups.size() != ref.rows.size())
+      throw DataError("pairing with " + opts.paired_name +
+                      ": needs the point and replication of every run (results database rows)");
+    int tc = ref.Column(rs[0].column);
+    if (tc < 0)
+      throw DataError(ref.source + ": no measured column '" + rs[0].column + "' to pair with");
+    std::map<long, std::vector<double>> ref_by_point;
+    std::map<std::pair<long, long>, size_t> ref_row;
+    for (size_t r = 0; r < ref.rows.size(); ++r) {
+      double t = ref.rows[r][tc];
+      if (!(t > 0 && std::isfinite(t))) continue;
+      ref_by_point[ref.groups[r]].push_back(t);
+      ref_row[{ref.groups[r], ref.replications[r]}] = r;
+    }
+    v.paired = true;
+    v.drift.reference = opts.paired_name;
+    std::map<long, std::vector<double>> raw, normalized;
+    std::vector<double> drifts;
+    for (size_t r = 0; r < data.rows.size(); ++r) {
+      long g = data.groups.empty() ? static_cast<long>(r) : data.groups[r];
+      auto it = ref_row.find({g, data.replications[r]});
+      double t = data.rows[r][rcol[0]];
+      if (it == ref_row.end()) {
+        ++v.drift.unpaired;
+        continue;
+      }
+      ++v.drift.pairs;
+      drift[r] = ref.rows[it->second][tc] / MedianOf(ref_by_point[g]);
+      partner[r] = ref.RowOrigin(it->second);
+      drifts.push_back(100 * (drift[r] - 1));
+      raw[g].push_back(t);
+      normalized[g].push_back(t / drift[r]);
+    }
+    v.drift.sd_log_across_time = PooledSdLog(raw);
+    v.drift.sd_log_within_pairs = PooledSdLog(normalized);
+    // A partner with stalls of its own adds its noise instead of removing the machine's drift
+    // (seen under heavy load: 0.04 across time, 0.22 within pairs); then the runs stay raw.
+    v.drift.applied = v.drift.sd_log_within_pairs < v.drift.sd_log_across_time;
+    if (!v.drift.applied) std::fill(drift.begin(), drift.end(), 1.0);
+    v.drift.median_abs_drift_pct = MedianAbs(drifts);
+    for (double d : drifts)
+      v.drift.worst_abs_drift_pct = std::isfinite(v.drift.worst_abs_drift_pct)
+                                        ? std::max(v.drift.worst_abs_drift_pct, std::fabs(d))
+                                        : std::fabs(d);
+  }
   std::vector<std::vector<double>> errors(rs.size());
+  // Per response and point: the bootstrap deviations behind the noise floors (empty: none).
+  std::vector<std::vector<std::vector<double>>> deviations(rs.size());
+  std::vector<std::array<int, 3>> covered(rs.size(), std::array<int, 3>{0, 0, 0});
+  std::vector<int> with_interval(rs.size(), 0);
+  // Per response, each point's (normalized) replications, for the pooled per-run spread.
+  std::vector<std::map<long, std::vector<double>>> spread(rs.size());
   for (const auto& [group, rows] : groups) {
     ValidatedPoint pt;
     pt.group = group;
@@ -70,7 +197,17 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                         "' has no value");
       pt.factors[factors[i].name] = f[i];
     }
-    for (size_t r : rows) pt.runs.push_back(data.RowOrigin(r));
+    for (size_t r : rows) {
+      pt.runs.push_back(data.RowOrigin(r));
+      if (!partner[r].empty()) pt.pairs.push_back({data.RowOrigin(r), partner[r], drift[r]});
+    }
+    std::vector<ResponseInterval> iv;
+    if (opts.cov) {
+      int reps = 0;
+      for (size_t r : rows) reps += std::isfinite(data.rows[r][rcol[0]]);
+      iv = PredictionIntervals(model, f, params, *opts.cov, opts.sigma, opts.weighting, reps,
+                               opts.statistic);
+    }
     for (size_t k = 0; k < rs.size(); ++k) {
       ValidatedResponse vr;
       vr.name = rs[k].name;
@@ -78,10 +215,10 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       std::vector<double> m;
       if (rcol[k] >= 0)
         for (size_t r : rows)
-          if (std::isfinite(data.rows[r][rcol[k]])) m.push_back(data.rows[r][rcol[k]]);
+          if (std::isfinite(data.rows[r][rcol[k]])) m.push_back(data.rows[r][rcol[k]] / drift[r]);
       vr.measured = static_cast<int>(m.size());
       if (m.empty()) {
-        vr.mean = vr.min = vr.max = vr.sd = NAN;
+        vr.mean = vr.min = vr.max = vr.sd = vr.median = NAN;
       } else {
         vr.mean = std::accumulate(m.begin(), m.end(), 0.0) / m.size();
         vr.min = *std::min_element(m.begin(), m.end());
@@ -89,11 +226,31 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
         double ss = 0;
         for (double x : m) ss += (x - vr.mean) * (x - vr.mean);
         vr.sd = m.size() > 1 ? std::sqrt(ss / (m.size() - 1)) : 0;
+        vr.median = MedianOf(m);
       }
       vr.predicted = rs[k].expr.Eval<double>(f.data(), params.data());
-      vr.error_pct =
-          (std::isfinite(vr.mean) && vr.mean != 0) ? 100 * (vr.predicted - vr.mean) / vr.mean : NAN;
+      const double measured = opts.statistic == "mean" ? vr.mean : vr.median;
+      vr.error_pct = (std::isfinite(measured) && measured != 0)
+                         ? 100 * (vr.predicted - measured) / measured
+                         : NAN;
       errors[k].push_back(vr.error_pct);
+      if (std::isfinite(vr.error_pct)) spread[k][group] = m;
+      // One seed per point and response, so a point's floor does not depend on the others.
+      deviations[k].push_back(std::isfinite(vr.error_pct)
+                                  ? NoiseDraws(m, opts.statistic, opts.bootstrap,
+                                               opts.seed + 7919u * static_cast<unsigned>(group) +
+                                                   104729u * static_cast<unsigned>(k))
+                                  : std::vector<double>());
+      vr.noise_floor_pct = NoiseFloorPct(m, opts.statistic);
+      if (!iv.empty()) {
+        vr.has_intervals = true;
+        for (size_t l = 0; l < vr.intervals.size(); ++l) {
+          vr.intervals[l] = iv[k].intervals[l];
+          if (std::isfinite(measured))
+            covered[k][l] += vr.intervals[l].low <= measured && measured <= vr.intervals[l].high;
+        }
+        with_interval[k] += std::isfinite(measured);
+      }
       pt.responses.push_back(vr);
     }
     v.points.push_back(std::move(pt));
@@ -117,6 +274,34 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       }
     }
     s.median_abs_pct = MedianAbs(errors[k]);
+    // An exact model's median and worst |error| over the points, per draw, then the median over
+    // draws; points without a spread (one replication) count as 0.
+    std::vector<double> med_b, worst_b;
+    bool any = false;
+    for (const auto& d : deviations[k]) any = any || !d.empty();
+    for (int b = 0; any && b < opts.bootstrap; ++b) {
+      std::vector<double> e;
+      for (size_t i = 0; i < deviations[k].size(); ++i) {
+        if (!std::isfinite(errors[k][i])) continue;
+        e.push_back(deviations[k][i].empty() ? 0 : deviations[k][i][b]);
+      }
+      if (e.empty()) continue;
+      med_b.push_back(MedianOf(e));
+      worst_b.push_back(*std::max_element(e.begin(), e.end()));
+    }
+    s.noise_floor_median_abs_pct = MedianOf(med_b);
+    // Replications chosen from the measured spread: the fewest whose statistic has a median
+    // |error| of at most ValidateOptions::floor_target_pct for an exact model.
+    s.sd_log_run = PooledSdLog(spread[k]);
+    if (std::isfinite(s.sd_log_run)) {
+      double f = opts.statistic == "median" ? M_PI / 2 : 1.0;
+      double per = std::log1p(opts.floor_target_pct / 100) / 0.6744897501960817;
+      double r = f * (s.sd_log_run / per) * (s.sd_log_run / per);
+      s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
+    }
+    s.noise_floor_worst_abs_pct = MedianOf(worst_b);
+    for (size_t l = 0; l < s.coverage.size(); ++l)
+      if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];
     s.mean_abs_pct = s.points ? sum / s.points : NAN;
     if (!s.points) s.worst_abs_pct = NAN;
     v.summary.push_back(s);

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+
+#include "fitter/fit.h"
+#include "fitter/interval.h"
+#include "fitter/tests/synthetic.h"
 
 namespace invmw::fit {
 namespace {
@@ -84,6 +89,197 @@ TEST(Validate, ReplicationsOfOnePointMustAgreeOnFactors) {
 TEST(Validate, MedianAbsIgnoresNaN) {
   EXPECT_DOUBLE_EQ(MedianAbs({-3, 1, NAN, 2}), 2);
   EXPECT_TRUE(std::isnan(MedianAbs({NAN})));
+}
+
+// Issue 20, item 2: the noise floor is what an exact model shows. No
+// spread gives 0, one replication gives no floor, and on 300 points of an exact model with 10%
+// multiplicative noise and 5 replications the floor of the median |error| lies close to the
+// median |error| the exact model actually shows (both are about 0.674 * 1.25 * 10% / sqrt(5)).
+TEST(Validate, NoiseFloorIsTheErrorOfAnExactModel) {
+  EXPECT_EQ(NoiseFloorPct({2, 2, 2}, "median"), 0);
+  EXPECT_TRUE(std::isnan(NoiseFloorPct({2}, "median")));
+  // sd of log over sqrt(5), x 0.674: the median |error| of the mean of these five.
+  double l[] = {std::log(1.0), std::log(1.1), std::log(0.9), std::log(1.2), std::log(0.8)};
+  double lm = (l[0] + l[1] + l[2] + l[3] + l[4]) / 5, ss = 0;
+  for (double x : l) ss += (x - lm) * (x - lm);
+  EXPECT_NEAR(NoiseFloorPct({1, 1.1, 0.9, 1.2, 0.8}, "mean"),
+              100 * std::expm1(0.6744897501960817 * std::sqrt(ss / 4 / 5)), 1e-9);
+  EXPECT_GT(NoiseFloorPct({1, 1.1, 0.9, 1.2, 0.8}, "median"),
+            NoiseFloorPct({1, 1.1, 0.9, 1.2, 0.8}, "mean"));
+
+  Model m = PingPong();
+  const double a1 = 100, b1 = 1e-4;
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> z(0, 1);
+  DataTable d;
+  d.source = "synthetic";
+  d.columns = {"bytes", "t_meas", "t_lat"};
+  for (long g = 0; g < 300; ++g) {
+    double bytes = 1e4 * (g + 1);
+    double t = b1 + bytes / (a1 * 1e6);
+    for (int r = 0; r < 5; ++r) {
+      d.rows.push_back({bytes, t * (1 + 0.1 * z(rng)), b1 * (1 + 0.1 * z(rng))});
+      d.groups.push_back(g);
+    }
+  }
+  Validation v = Validate(m, {a1, b1}, d, {});
+  const ErrorSummary& s = v.summary[0];
+  std::printf(
+      "exact model: median |error| %.2f%%, noise floor %.2f%%; worst %.2f%%, floor %.2f%%\n",
+      s.median_abs_pct, s.noise_floor_median_abs_pct, s.worst_abs_pct, s.noise_floor_worst_abs_pct);
+  EXPECT_GT(s.noise_floor_median_abs_pct, 0.6 * s.median_abs_pct);
+  EXPECT_LT(s.noise_floor_median_abs_pct, 1.5 * s.median_abs_pct);
+  EXPECT_GT(s.noise_floor_worst_abs_pct, 0.5 * s.worst_abs_pct);
+  EXPECT_LT(s.noise_floor_worst_abs_pct, 2.0 * s.worst_abs_pct);
+  for (const auto& p : v.points) EXPECT_TRUE(std::isfinite(p.responses[0].noise_floor_pct));
+  // 10% per-run noise: a median with a 2% floor needs pi/2 (0.1 x 0.674 / 0.0198)^2 = 18 runs.
+  EXPECT_NEAR(s.sd_log_run, 0.1, 0.01);
+  EXPECT_GE(s.replications_for_floor, 15);
+  EXPECT_LE(s.replications_for_floor, 22);
+  // A model 20% off sits far above its floor.
+  Validation off = Validate(m, {a1 / 1.2, b1 * 1.2}, d, {});
+  EXPECT_GT(off.summary[0].median_abs_pct, 3 * off.summary[0].noise_floor_median_abs_pct);
+}
+
+// Issue 20, item 2: the median (default) resists a stalled replication, the mean does not.
+TEST(Validate, MedianIsTheDefaultStatisticAndResistsAStalledRun) {
+  Model m = PingPong();
+  DataTable d;
+  d.source = "test";
+  d.columns = {"bytes", "t_meas", "t_lat"};
+  // Prediction 0.0101 s; four good runs and one stalled at 3x.
+  d.rows = {{1e6, 0.0101, 1e-4},
+            {1e6, 0.0100, 1e-4},
+            {1e6, 0.0102, 1e-4},
+            {1e6, 0.0101, 1e-4},
+            {1e6, 0.0303, 1e-4}};
+  d.groups = {0, 0, 0, 0, 0};
+  Validation med = Validate(m, {100, 1e-4}, d, {});
+  EXPECT_EQ(med.statistic, "median");
+  EXPECT_DOUBLE_EQ(med.points[0].responses[0].median, 0.0101);
+  EXPECT_NEAR(med.points[0].responses[0].error_pct, 0, 1e-9);
+  ValidateOptions o;
+  o.statistic = "mean";
+  Validation mean = Validate(m, {100, 1e-4}, d, {}, o);
+  EXPECT_LT(mean.points[0].responses[0].error_pct, -25);
+  o.statistic = "mode";
+  EXPECT_THROW(Validate(m, {100, 1e-4}, d, {}, o), DataError);
+}
+
+// Issue 20, item 1: pairing with the reference platform's run of the same point and replication
+// (measured beside it) divides out the drift both saw. The machine's speed drifts by 0.75..1.4
+// between replications; each run also has 1% noise of its own. Raw, sd(log t) across time is
+// about the drift's; within pairs it is about sqrt(2) x 1%, and the noise floor drops with it.
+TEST(Validate, PairedReferenceRunsCancelDrift) {
+  Model m = PingPong();
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> z(0, 1);
+  std::uniform_real_distribution<double> drift(0.75, 1.4);
+  DataTable target, ref;
+  target.source = "target";
+  ref.source = "reference";
+  target.columns = ref.columns = {"bytes", "t_meas", "t_lat"};
+  for (long g = 0; g < 20; ++g) {
+    double bytes = 1e5 * (g + 1), t = 1e-4 + bytes / 100e6, tr = 3e-5 + bytes / 300e6;
+    for (long r = 0; r < 5; ++r) {
+      double d = drift(rng);
+      target.rows.push_back({bytes, t * d * (1 + 0.01 * z(rng)), 1e-4});
+      ref.rows.push_back({bytes, tr * d * (1 + 0.01 * z(rng)), 3e-5});
+      target.groups.push_back(g);
+      ref.groups.push_back(g);
+      target.replications.push_back(r);
+      ref.replications.push_back(r);
+    }
+  }
+  // The reference's last run of point 0 is missing: that target run stays unpaired.
+  ref.rows.pop_back();
+  ref.groups.pop_back();
+  ref.replications.pop_back();
+  ValidateOptions o;
+  o.paired = &ref;
+  o.paired_name = "ref";
+  Validation raw = Validate(m, {100, 1e-4}, target, {});
+  Validation paired = Validate(m, {100, 1e-4}, target, {}, o);
+  ASSERT_TRUE(paired.paired);
+  EXPECT_FALSE(raw.paired);
+  EXPECT_EQ(paired.drift.pairs, 99);
+  EXPECT_EQ(paired.drift.unpaired, 1);
+  std::printf("sd(log t) across time %.3f, within pairs %.3f; floor %.2f%% -> %.2f%%\n",
+              paired.drift.sd_log_across_time, paired.drift.sd_log_within_pairs,
+              raw.summary[0].noise_floor_median_abs_pct,
+              paired.summary[0].noise_floor_median_abs_pct);
+  EXPECT_GT(paired.drift.sd_log_across_time, 0.1);
+  EXPECT_LT(paired.drift.sd_log_within_pairs, 0.03);
+  EXPECT_LT(paired.summary[0].noise_floor_median_abs_pct,
+            0.3 * raw.summary[0].noise_floor_median_abs_pct);
+  EXPECT_GT(paired.drift.median_abs_drift_pct, 3);
+  ASSERT_EQ(paired.points[3].pairs.size(), 5u);
+  EXPECT_NE(paired.points[3].pairs[0].reference_run, "");
+  EXPECT_TRUE(paired.drift.applied);
+  // A partner with stalls of its own and no shared drift: pairing would add noise, so the runs
+  // stay raw (applied = false) and the errors are those of the unpaired validation.
+  DataTable quiet = target, stalled = ref;
+  for (size_t r = 0; r < quiet.rows.size(); ++r) quiet.rows[r][1] = 1e-4 + quiet.rows[r][0] / 100e6;
+  for (size_t r = 0; r < stalled.rows.size(); ++r) stalled.rows[r][1] *= r % 3 ? 1 : 1.8;
+  o.paired = &stalled;
+  Validation noisy = Validate(m, {100, 1e-4}, quiet, {}, o);
+  EXPECT_FALSE(noisy.drift.applied);
+  EXPECT_NEAR(noisy.summary[0].median_abs_pct, 0, 1e-9);
+  o.paired = &ref;
+  DataTable bad = target;
+  bad.replications.clear();
+  EXPECT_THROW(Validate(m, {100, 1e-4}, bad, {}, o), DataError);
+}
+
+// Issue 20, item 6: calibrate Opal on the paper's design (5% multiplicative noise, known truth),
+// then 1000 new single runs at random points (seeded) with the same noise: the 80/90/95%
+// intervals from the fit's covariance and residual noise cover close to 80/90/95% of them.
+TEST(Validate, PredictionIntervalsCoverTheirShareOfSyntheticRuns) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  const auto& truth = testing::OpalTruth();
+  DataTable cal =
+      testing::Synthesize(m, testing::OpalFactors(), testing::OpalDesign(), truth, 0.05, 99);
+  FitOptions fo;
+  fo.cross_validate = false;
+  FitResult fr = Fit(m, cal, fo);
+  ASSERT_TRUE(fr.covariance_ok);
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> un(500, 8000);
+  std::uniform_int_distribution<int> up(1, 7);
+  std::vector<std::vector<double>> rows;
+  for (int i = 0; i < 1000; ++i)
+    rows.push_back(
+        {10, double(up(rng)), i % 2 ? 1.0 : 0.1, std::round(un(rng)), i % 3 ? 1e6 : 100, 0, 24});
+  DataTable val = testing::Synthesize(m, testing::OpalFactors(), rows, truth, 0.05, 7);
+  ValidateOptions o;
+  o.cov = &fr.covariance;
+  o.sigma = fr.sigma;
+  o.weighting = fo.weighting;
+  o.bootstrap = 10;
+  Validation v = Validate(m, fr.Values(), val, {}, o);
+  const ErrorSummary& s = v.summary[0];
+  std::printf("coverage of 1000 synthetic runs: 80%% %.3f, 90%% %.3f, 95%% %.3f\n", s.coverage[0],
+              s.coverage[1], s.coverage[2]);
+  EXPECT_GE(s.coverage[0], 0.75);
+  EXPECT_LE(s.coverage[0], 0.85);
+  EXPECT_GE(s.coverage[1], 0.85);
+  EXPECT_LE(s.coverage[1], 0.95);
+  EXPECT_GE(s.coverage[2], 0.91);
+  EXPECT_LE(s.coverage[2], 0.99);
+  const auto& r = v.points[0].responses[0];
+  ASSERT_TRUE(r.has_intervals);
+  EXPECT_LT(r.intervals[2].low, r.intervals[1].low);
+  EXPECT_LT(r.intervals[1].low, r.predicted);
+  EXPECT_GT(r.intervals[0].high, r.predicted);
+  // Without the noise model (parameter covariance alone) the intervals are far too narrow.
+  o.sigma = 0;
+  EXPECT_LT(Validate(m, fr.Values(), val, {}, o).summary[0].coverage[1], 0.6);
+}
+
+TEST(Validate, NormalQuantile) {
+  EXPECT_NEAR(NormalQuantile(0.95), 1.6448536, 1e-6);
+  EXPECT_NEAR(NormalQuantile(0.975), 1.9599640, 1e-6);
+  EXPECT_NEAR(NormalQuantile(0.01), -2.3263479, 1e-6);
 }
 
 }  // namespace

@@ -210,10 +210,13 @@ std::string ValidationSection(const std::string& dir) {
   if (files.empty())
     return h + "<p class=warn>No validation in " + XmlEscape(dir) +
            "/validation: this pipeline did not measure prediction errors.</p>\n";
-  h += "<p>Error = (predicted &minus; measured mean) / measured mean; median and worst of "
-       "|error| over the design points.</p>\n<table class=validation>\n" +
+  h += "<p>Error = (predicted &minus; measured) / measured, measured = the validation's "
+       "statistic of a point's replications (median unless the file says otherwise); median and "
+       "worst of |error| over the design points, each next to its noise floor (what an exact "
+       "model would show given the replications' spread), and the share of points inside the "
+       "90% prediction interval.</p>\n<table class=validation>\n" +
        Row({"validation", "run platform", "parameters", "response", "points", "median |error| %",
-            "worst |error| %"},
+            "worst |error| %", "floor of the median %", "floor of the worst %", "in 90% interval"},
            "th");
   std::vector<json> docs;
   for (const auto& file : files) {
@@ -233,7 +236,8 @@ std::string ValidationSection(const std::string& dir) {
       h += Row({XmlEscape(label), XmlEscape(v.value("run_platform", "")), XmlEscape(params),
                 XmlEscape(resp) + " (" + XmlEscape(Text(s, "column", file, w)) + ")",
                 Num(Number(s, "points", file, w)), Pct(s, "median_abs_error_pct"),
-                Pct(s, "worst_abs_error_pct")});
+                Pct(s, "worst_abs_error_pct"), Pct(s, "noise_floor_median_abs_error_pct"),
+                Pct(s, "noise_floor_worst_abs_error_pct"), Pct(s, "coverage_90")});
     }
     docs.push_back(std::move(v));
   }

@@ -12,8 +12,8 @@
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
 # (TCP, 1 Gbit/s, 100 Mbit/s, 10 Mbit/s, another CPU share) and the reverse direction
 # (calibrate on the 10 Mbit/s network, predict shared memory). --replications K runs every
-# calibration and validation point K times (default: the designs' own, 1 and 2; K = 4 is the
-# benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
+# calibration and validation point K times (default: the designs' own, 3 and 5, issue 20;
+# K = 4 was the benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
 # every platform are interleaved in time, so that the machine's drifting speed does not turn
 # into a difference between platforms.
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
@@ -113,6 +113,7 @@ add_probe_stream() {  # platform
   streams=$((streams + 1))
 }
 add_run_stream() {  # design platform: the runner's own randomized order of the design's runs
+  check_ranks "$1" "$2"
   : > "$out/experiment-$1-$2.log"
   if ! "$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
     awk -v d="$1" -v p="$2" -v j="$streams" '$1 == "point" && $3 == "rep" {
@@ -120,6 +121,45 @@ add_run_stream() {  # design platform: the runner's own randomized order of the 
       END { for (i = 0; i < n; i++) print i, n, j, "run", d, p, k[i] }' \
       >> "$schedule.unsorted"; then
     echo "pipeline: design $1 cannot run on $2 (see the error above)" >&2
+    exit 1
+  fi
+  streams=$((streams + 1))
+}
+# Quota stalls (issue 20, item 5): a rank that has used its CPU share waits for the next quota
+# period, and the model has no term for that wait. With more than 2 ranks per core a rank's
+# stall also waits for the others sharing its core, and the error grew beyond what a parameter
+# could carry (the quarter-core platform's 39-44%). So the pipeline runs at most 2 ranks per core
+# of this machine on every emulated platform, and refuses a design that needs more.
+cores=$(nproc)
+check_ranks() {  # design platform
+  local most
+  most=$("$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
+    awk '{ for (f = 1; f < NF; f++) if ($f == "--ranks" && $(f + 1) + 0 > m) m = $(f + 1) + 0 }
+         END { print m + 0 }')
+  if ((most > 2 * cores)); then
+    echo "pipeline: design $1 runs $most ranks on $2: more than 2 per core of this machine" \
+      "($cores cores); quota stalls would then dominate what the model predicts" >&2
+    exit 1
+  fi
+}
+# A validation stream on a target with the reference's runs of the same points beside it: each
+# target run (point k, replication r) is preceded at once by the reference's run of (k, r) of
+# design ref-design, at the same position, so that the pair sees the same machine speed and
+# `invmw validate --pair-platform` can divide the drift out (issue 20).
+add_paired_stream() {  # design ref-design reference target
+  check_ranks "$1" "$4"
+  check_ranks "$2" "$3"
+  "$invmw" experiment run --dry-run --db "$db" --platform "$3" "$designs/$2.toml" > /dev/null ||
+    { echo "pipeline: design $2 cannot run on $3 (see the error above)" >&2; exit 1; }
+  : > "$out/experiment-$1-$4.log"
+  : > "$out/experiment-$2-$3.log"
+  if ! "$invmw" experiment run --dry-run --db "$db" --platform "$4" "$designs/$1.toml" |
+    awk -v d="$1" -v rd="$2" -v r="$3" -v p="$4" -v j="$streams" \
+      '$1 == "point" && $3 == "rep" { sub(":", "", $4); k[n++] = $2 " " $4 }
+      END { for (i = 0; i < n; i++) { print i, n, j, "run", rd, r, k[i]
+                                       print i, n, j, "run", d, p, k[i] } }' \
+      >> "$schedule.unsorted"; then
+    echo "pipeline: design $1 cannot run on $4 (see the error above)" >&2
     exit 1
   fi
   streams=$((streams + 1))
@@ -188,28 +228,45 @@ pool_probes() {  # platform
 # Calibrates the opal model on the runs of the calibration design on a platform, and writes the
 # fitted table with that platform's probed kernel times (for the transfer rule). Components are
 # weighted against their run's total (docs/fitter.md): on quota platforms the small ones are
-# mostly noise and would otherwise pull the fit away from the run times.
-calibrate() {  # platform fit-name
-  local rc=0 fit=("$invmw" fit --model opal --weighting total)
-  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" --json \
+# mostly noise and would otherwise pull the fit away from the run times. The Huber loss keeps a
+# stalled run from pulling the fit (issue 20). Parameters the design cannot determine (the fit's
+# identifiability report: at a bound, interval spanning zero, near-singular covariance) are then
+# taken from the platform's probes (--fix-from: the table says so) and the rest refitted; extra
+# arguments are fixes made up front (the reverse calibration's compute parameters).
+calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
+  local rc=0 p name fit=("$invmw" fit --model opal --weighting total --loss huber) fixes=("${@:3}")
+  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
+    > "$out/$2-first.txt" 2>&1 || true
+  : > "$out/$2-fixed.txt"
+  for name in $(awk '/^not determined by this design: / { print $6 }' "$out/$2-first.txt"); do
+    fixes+=(--fix-from "$name=$out/tables/$1.toml")
+    grep "^not determined by this design: $name " "$out/$2-first.txt" >> "$out/$2-fixed.txt"
+    echo "  $name: not determined by the design on $1; fixed from its probes (tables/$1.toml)"
+  done
+  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --json \
     > "$out/$2.json" || rc=$?
   [[ $rc -le 1 ]] || { echo "pipeline: fit on $1 failed (see $out/$2.json)" >&2; exit 1; }
-  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" --no-cv \
+  "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
     --base-table "$out/tables/$1.toml" --out "$out/tables/$2.toml" --force \
     --platform-name "$2" > "$out/$2.txt" || true
   [[ $rc -eq 0 ]] || echo "pipeline: warning: the fit on $1 did not converge (see $out/$2.txt)"
   grep -E '^ *(a[1-4]|b[15]) ' "$out/$2.txt" | head -6 | sed 's/^/  /'
 }
 
-# Validates predictions against the validation design's runs on a platform.
-validate() {  # file label run-platform table [reference]
-  local args=(--model opal --design "$validation" --platform "$3" --db "$db" --table "$4"
-              --label "$2" --out "$out/validation/$1.json")
-  [[ $# -ge 5 ]] && args+=(--reference "$5")
+# Validates predictions against the validation design's runs on a platform: medians of the
+# replications, each figure with its noise floor, 80/90/95% intervals from the calibration's fit
+# (--fit), and with a paired platform every run divided by the drift of its partner run, taken
+# beside it in the schedule.
+validate() {  # file label run-platform table fit design [reference [pair-platform pair-design]]
+  local args=(--model opal --design "$6" --platform "$3" --db "$db" --table "$4"
+              --label "$2" --fit "$5" --out "$out/validation/$1.json")
+  [[ $# -ge 7 ]] && args+=(--reference "$7")
+  [[ $# -ge 9 ]] && args+=(--pair-platform "$8" --pair-design "$9")
   "$invmw" validate "${args[@]}" > "$out/validation/$1.txt"
   printf '  %-34s' "$2"
-  awk '$1 ~ /^t_/ && NF >= 6 { printf " %s %s/%s%%", $1, $4, $6 } END { print "" }' \
-    "$out/validation/$1.txt"
+  awk '$1 ~ /^t_/ && NF >= 9 { printf " %s %s/%s%% (floor %s/%s%%, in90 %s%%)", $1, $4, $6, $7,
+         $8, $9 } END { print "" }' "$out/validation/$1.txt"
+  grep -E '^(drift |replications per point)' "$out/validation/$1.txt" | sed 's/^/    /' || true
 }
 
 step "profile and trace: heat1d on 2 ranks"
@@ -225,7 +282,20 @@ step "measurements, interleaved in time: $probe_rounds probe rounds on each of $
   "$calibration on $ref${reverse:+ and $reverse}; $validation on every platform"
 for p in "${platforms[@]}"; do add_probe_stream "$p"; done
 add_run_stream "$calibration" "$ref"
-for p in "${platforms[@]}"; do add_run_stream "$validation" "$p"; done
+# The reference's held-out runs are the first target's partners; every further target gets its
+# own copy of the validation design on the reference (same points, its own name), run beside it.
+declare -A beside=()
+for t in "${targets[@]}"; do
+  if [[ $t == "${targets[0]}" ]]; then
+    beside[$t]=$validation
+  else
+    beside[$t]=$validation-beside-$t
+    sed "s/^name = .*/name = \"${beside[$t]}\"/" "$designs/$validation.toml" \
+      > "$designs/${beside[$t]}.toml"
+  fi
+  add_paired_stream "$validation" "${beside[$t]}" "$ref" "$t"
+done
+[[ -z $reverse || -n ${beside[$reverse]:-} ]] || add_run_stream "$validation" "$reverse"
 [[ -z $reverse ]] || add_run_stream "$calibration" "$reverse"
 run_schedule
 for f in "$out"/experiment-*.log; do
@@ -240,20 +310,31 @@ step "fit of the opal model on $ref"
 calibrate "$ref" calibrated
 cp "$out/calibrated.json" "$out/fit.json"  # the report's and the plots' fit
 
-step "prediction errors (median/worst |error| per response)"
-validate "00-$ref-holdout" "$ref held-out (calibrated)" "$ref" "$out/tables/calibrated.toml"
+step "prediction errors (median/worst |error| per response, each with its noise floor)"
+validate "00-$ref-holdout" "$ref held-out (calibrated)" "$ref" "$out/tables/calibrated.toml" \
+  "$out/calibrated.json" "$validation"
 i=1
 for t in "${targets[@]}"; do
   validate "$(printf '%02d' $i)-$t" "$t from $ref" "$t" "$out/tables/$t.toml" \
-    "$out/tables/calibrated.toml"
+    "$out/calibrated.json" "$validation" "$out/tables/calibrated.toml" "$ref" "${beside[$t]}"
   i=$((i + 1))
 done
 
 if [[ -n $reverse ]]; then
   step "reverse direction: calibrate on $reverse, predict $ref"
-  calibrate "$reverse" "calibrated-$reverse"
-  validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
-    "$out/tables/$ref.toml" "$out/tables/calibrated-$reverse.toml"
+  # The design cannot separate the computation from 10 Mbit/s runs (a2 and a4 ended at 0):
+  # the compute parameters come from the kernel probes of that platform.
+  calibrate "$reverse" "calibrated-$reverse" --fix-from "a2=$out/tables/$reverse.toml" \
+    --fix-from "a3=$out/tables/$reverse.toml" --fix-from "a4=$out/tables/$reverse.toml"
+  if [[ -n ${beside[$reverse]:-} ]]; then
+    validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
+      "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "${beside[$reverse]}" \
+      "$out/tables/calibrated-$reverse.toml" "$reverse" "$validation"
+  else
+    validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
+      "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "$validation" \
+      "$out/tables/calibrated-$reverse.toml"
+  fi
 fi
 
 # The reference's traced validation runs replayed by SimGrid on every platform's probed table
@@ -296,7 +377,8 @@ pred+=(--platform "$out/tables/local.toml" --platform "$out/tables/calibrated.to
 "$invmw" predict "${pred[@]}" > "$out/predictions.txt"
 # The emulated targets through the transfer rule, at the calibration's own sizes.
 pred=(--model opal --set n=2000 --set nt=1000000 --set s=10 --set u=1 --sweep p=1..3
-      --reference "$out/tables/calibrated.toml" --platform "$out/tables/calibrated.toml")
+      --reference "$out/tables/calibrated.toml" --platform "$out/tables/calibrated.toml"
+      --fit "$out/calibrated.json")  # with 80/90/95% intervals (one run)
 for t in "${targets[@]}"; do pred+=(--platform "$out/tables/$t.toml"); done
 "$invmw" predict "${pred[@]}" > "$out/predictions-emulated.txt"
 

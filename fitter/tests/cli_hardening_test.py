@@ -136,6 +136,42 @@ def main():
               not any(n.startswith('.blocked') for n in os.listdir(tmp)),
               'no temporary file left after a failed write')
 
+        # Issue 20: --fix-from takes a table's value and names the table in the written one;
+        # bad values of the new options are refused with the option named.
+        probed = os.path.join(tmp, 'probed.toml')
+        p = run([inv, 'fit', '--model', 'opal', '--data', small, '--no-cv', '--out', probed,
+                 '--platform-name', 'probed'])
+        check(p.returncode == 0, f'a table to fix from (exit {p.returncode})')
+        fixed = os.path.join(tmp, 'fixed.toml')
+        p = run([inv, 'fit', '--model', 'opal', '--data', small, '--no-cv', '--loss', 'huber',
+                 '--fix-from', 'a4=' + probed, '--out', fixed])
+        check(p.returncode == 0 and 'fixed from table probed' in open(fixed).read(),
+              f'--fix-from: the written table names its source (exit {p.returncode})')
+        p = run([inv, 'fit', '--model', 'opal', '--data', small, '--no-cv',
+                 '--fix-from', 'zz=' + probed])
+        refused(p, '--fix-from zz', "has no parameter 'zz'")
+        p = run([inv, 'fit', '--model', 'opal', '--data', small, '--no-cv', '--fix-from', 'a4'])
+        refused(p, '--fix-from a4', 'expected NAME=TABLE')
+        fit_json = os.path.join(tmp, 'fit.json')
+        p = run([inv, 'fit', '--model', 'opal', '--data', small, '--no-cv', '--json'])
+        write(fit_json, p.stdout)
+        pred = [inv, 'predict', '--model', 'opal', '--platform', probed, '--set', 'n=2000',
+                '--set', 'nt=1e6', '--set', 's=10', '--set', 'u=1', '--sweep', 'p=1..2']
+        p = run(pred + ['--fit', os.path.join(tmp, 'none.json')])
+        refused(p, 'predict --fit missing', 'none.json', 'cannot read the fit')
+        p = run(pred + ['--fit', small])
+        refused(p, 'predict --fit not JSON', 'opal_small.csv', 'not JSON')
+        p = run(pred + ['--fit', fit_json, '--replications', '0'])
+        refused(p, 'predict --replications 0', '--replications must be a whole number')
+        p = run(pred + ['--fit', fit_json, '--statistic', 'mode'])
+        refused(p, 'predict --statistic mode', "--statistic must be median or mean")
+        p = run([inv, 'validate', '--model', 'opal', '--design', 'd', '--table', probed,
+                 '--statistic', 'mode'])
+        refused(p, 'validate --statistic mode', "--statistic must be median or mean")
+        p = run([inv, 'validate', '--model', 'opal', '--design', 'd', '--table', probed,
+                 '--pair-design', 'x'])
+        refused(p, 'validate --pair-design alone', '--pair-design needs --pair-platform')
+
     if failures:
         print(f'{len(failures)} failure(s)')
         sys.exit(1)

@@ -8,14 +8,19 @@ checks the artefacts and the prediction-error tables.
 - Every artefact exists; the HTML report shows the fit's own numbers (each fitted parameter's
   row with its estimate and standard error as fit.json has them) and every predicted platform.
 - Every validation (validation/*.json) is recomputed here from the results database rows alone:
-  replications of a point averaged from the `runs` table, predictions from this file's own
+  replications of a point summarised by the validation's statistic (median) after dividing each
+  run by its paired reference run's drift (issue 20), each point's noise floor recomputed, predictions from this file's own
   implementation of the Opal equations (SPEC.md) with the parameters the validation used, errors
   as (predicted - measured mean) / measured mean, median and worst |error| per response. They
   must match the file, and the report must show the same summary rows.
+- Every error figure has its noise floor and every point its 80/90/95% intervals; the target's
+  runs are each right after their reference partner in schedule.txt; >= 3 replications per
+  calibration point and >= 5 per validation point; the fit used the Huber loss.
 - A loose bound that holds even on noisy machines: the median error of the total time is under
   50% on every platform.
 Needs root for the emulated platforms; exits 77 (skipped) without it."""
 import json
+import math
 import os
 import re
 import sqlite3
@@ -54,50 +59,114 @@ def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
+def stat(values, name):
+    return statistics.median(values) if name == "median" else statistics.fmean(values)
+
+
+def noise_floor(values, name):
+    """validate.cc NoiseFloorPct: 0.674 x the statistic's relative sd, from the sd of log t."""
+    if len(values) < 2 or any(x <= 0 for x in values):
+        return None
+    sd = statistics.stdev([math.log(x) for x in values]) / math.sqrt(len(values))
+    if name == "median" and len(values) > 2:
+        sd *= math.sqrt(math.pi / 2)
+    return 100 * math.expm1(0.6744897501960817 * sd)
+
+
 def check_validation(path, db, html):
     v = json.load(open(path))
     q = {p["name"]: p["value"] for p in v["parameters"]}
-    rows = db.execute("SELECT point, factors, responses FROM runs WHERE design = ? AND "
-                      "platform = ? AND status = 'ok' ORDER BY point, replication",
+    rows = db.execute("SELECT point, replication, factors, responses FROM runs WHERE design = ? "
+                      "AND platform = ? AND status = 'ok' ORDER BY point, replication",
                       (v["design"], v["run_platform"])).fetchall()
     assert rows, f"{path}: no ok rows of {v['design']} on {v['run_platform']} in the database"
+    # Drift pairing: each run divided by its partner's time over the partner platform's median
+    # at that point (the partner: same point and replication of the paired design and platform).
+    drift = {}
+    if v["drift"] is not None:
+        m = re.fullmatch(r"(\S+) \(design (\S+)\)", v["drift"]["paired_with"])
+        assert m, v["drift"]["paired_with"]
+        ref = {}
+        for point, rep, resp in db.execute(
+                "SELECT point, replication, responses FROM runs WHERE design = ? AND platform = ? "
+                "AND status = 'ok'", (m.group(2), m.group(1))):
+            t = json.loads(resp).get(v["points"][0]["responses"][v["total"]]["column"])
+            if isinstance(t, (int, float)) and t > 0:
+                ref[(point, rep)] = t
+        med = {}
+        for (point, rep), t in ref.items():
+            med.setdefault(point, []).append(t)
+        for key, t in ref.items():
+            drift[key] = t / statistics.median(med[key[0]])
+        assert v["drift"]["pairs"] == sum(1 for r in rows if (r[0], r[1]) in drift), \
+            f"{path}: pairs"
+        # Applied only where it lowers the noise (sd of log t within pairs < across time).
+        assert v["drift"]["applied"] == (v["drift"]["sd_log_within_pairs"] <
+                                         v["drift"]["sd_log_across_time"]), f"{path}: applied"
+        if not v["drift"]["applied"]:
+            drift = {}
     points = {}
-    for point, factors, responses in rows:
-        points.setdefault(point, []).append((json.loads(factors), json.loads(responses)))
+    for point, rep, factors, responses in rows:
+        points.setdefault(point, []).append(
+            (json.loads(factors), json.loads(responses), drift.get((point, rep), 1.0)))
     assert sorted(points) == [p["point"] for p in v["points"]], f"{path}: points differ"
-    errors = {}
+    errors, floors = {}, {}
     for vp in v["points"]:
         runs = points[vp["point"]]
         f = {k: float(x) for k, x in runs[0][0].items() if isinstance(x, (int, float))}
         pred = opal(f, q)
         for name, r in vp["responses"].items():
-            measured = [resp[r["column"]] for _, resp in runs
+            measured = [resp[r["column"]] / d for _, resp, d in runs
                         if isinstance(resp.get(r["column"]), (int, float))]
             assert r["replications"] == len(measured), f"{path}: {name} replications"
-            mean = statistics.fmean(measured) if measured else None
-            assert close(mean, r["mean"]), f"{path}: point {vp['point']} {name} mean {mean} " \
-                                           f"!= {r['mean']}"
+            value = stat(measured, v["statistic"]) if measured else None
+            key = "median" if v["statistic"] == "median" else "mean"
+            assert close(value, r[key]), f"{path}: point {vp['point']} {name} {key} {value} " \
+                                         f"!= {r[key]}"
             assert close(pred[name], r["predicted"]), \
                 f"{path}: point {vp['point']} {name} predicted {pred[name]} != {r['predicted']}"
-            err = 100 * (pred[name] - mean) / mean if mean else None
+            err = 100 * (pred[name] - value) / value if value else None
             assert close(err, r["error_pct"], 1e-7), f"{path}: {name} error {err} != " \
                                                      f"{r['error_pct']}"
+            # Every error figure has its noise floor, and every point its intervals.
+            assert "noise_floor_pct" in r, f"{path}: point {vp['point']} {name} has no floor"
+            nf = noise_floor(measured, v["statistic"])
+            assert close(nf, r["noise_floor_pct"], 1e-7), \
+                f"{path}: point {vp['point']} {name} floor {nf} != {r['noise_floor_pct']}"
+            for k in ("interval_80", "interval_90", "interval_95"):
+                lo, hi = r[k]
+                assert lo <= r["predicted"] <= hi or r["predicted"] <= 0, f"{path}: {name} {k}"
+            assert r["interval_95"][0] <= r["interval_90"][0] <= r["interval_80"][0]
             errors.setdefault(name, []).append(err)
+            floors.setdefault(name, []).append(nf)
     for name, errs in errors.items():
         s = v["summary"][name]
         finite = [abs(e) for e in errs if e is not None]
         assert close(statistics.median(finite), s["median_abs_error_pct"], 1e-7), \
             f"{path}: {name} median"
         assert close(max(finite), s["worst_abs_error_pct"], 1e-7), f"{path}: {name} worst"
-        row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
-            name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
-            g5(s["worst_abs_error_pct"]))
+        assert s["noise_floor_median_abs_error_pct"] is not None and \
+            s["noise_floor_worst_abs_error_pct"] is not None, f"{path}: {name} has no floor"
+        assert 0 <= s["noise_floor_median_abs_error_pct"] <= s["noise_floor_worst_abs_error_pct"]
+        assert s["coverage_90"] is not None, f"{path}: {name} has no interval coverage"
+        row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>" \
+              "<td>%s</td></tr>" % (
+                  name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
+                  g5(s["worst_abs_error_pct"]), g5(s["noise_floor_median_abs_error_pct"]),
+                  g5(s["noise_floor_worst_abs_error_pct"]), g5(s["coverage_90"]))
         assert row in html, f"report lacks the summary row {row}"
     total = v["summary"][v["total"]]
-    print("%-45s total: median %.1f%%, worst %.1f%% over %d points" % (
-        v["label"], total["median_abs_error_pct"], total["worst_abs_error_pct"], total["points"]))
+    print("%-45s total: median %.1f%% (floor %.1f%%), worst %.1f%% (floor %.1f%%), in 90%% "
+          "interval %.0f%% of %d points%s" % (
+              v["label"], total["median_abs_error_pct"], total["noise_floor_median_abs_error_pct"],
+              total["worst_abs_error_pct"], total["noise_floor_worst_abs_error_pct"],
+              100 * total["coverage_90"], total["points"],
+              "" if v["drift"] is None else "; drift %s: sd(log t) across time %.3f, within pairs %.3f" % (
+                  "removed" if v["drift"]["applied"] else "not removed (pairs noisier)",
+                  v["drift"]["sd_log_across_time"], v["drift"]["sd_log_within_pairs"])))
     assert total["median_abs_error_pct"] < 50, \
         f"{path}: median error of the total {total['median_abs_error_pct']:.1f}% >= 50%"
+    return v
 
 
 def main():
@@ -159,8 +228,29 @@ def main():
         vdir = os.path.join(out, "validation")
         files = sorted(f for f in os.listdir(vdir) if f.endswith(".json"))
         assert len(files) == 2, f"expected 2 validations, found {files}"
-        for f in files:
-            check_validation(os.path.join(vdir, f), db, html)
+        vals = {f: check_validation(os.path.join(vdir, f), db, html) for f in files}
+        # Drift pairing (issue 20): the target's validation is paired with the reference's runs,
+        # and in the schedule every target run comes right after the reference's run of the same
+        # point and replication.
+        target = vals["01-emu-4x50-100mbit.json"]
+        assert target["drift"] is not None and target["drift"]["pairs"] > 0, "target not paired"
+        assert target["drift"]["paired_with"] == "emu-4x50-shm (design validation-quick)"
+        assert vals["00-emu-4x50-shm-holdout.json"]["drift"] is None
+        tgt = [i for i, x in enumerate(sched) if x[0] == "run" and x[1] == "validation-quick" and
+               x[2] == "emu-4x50-100mbit"]
+        assert len(tgt) == 10, f"expected 2 points x 5 replications on the target, got {len(tgt)}"
+        for i in tgt:
+            assert i > 0 and sched[i - 1][:2] == ["run", "validation-quick"] and \
+                sched[i - 1][2] == "emu-4x50-shm" and sched[i - 1][3:] == sched[i][3:], \
+                f"schedule line {i + 1}: {sched[i]} is not right after its reference partner"
+        # Replications (issue 20): >= 3 per calibration point, >= 5 per validation point.
+        for design, least in (("pipeline-quick", 3), ("validation-quick", 5)):
+            for plat, point, n in db.execute(
+                    "SELECT platform, point, COUNT(*) FROM runs WHERE design = ? GROUP BY "
+                    "platform, point", (design,)):
+                assert n >= least, f"{design} point {point} on {plat}: {n} replications"
+        # The fit used the Huber loss and reports identifiability.
+        assert fit["loss"] == "huber" and isinstance(fit["identifiability"], list), fit["loss"]
         db.close()
         # Trace replay (issue 19): one replay per traced validation run of the reference, on
         # both platforms' tables, and the section with a row per validation point.

@@ -1,0 +1,70 @@
+// Prediction intervals (issue 20, item 6): where a measured time will lie, from the calibrated
+// parameters' covariance (delta method, gradients by central differences through the model's
+// expressions) plus the measured noise model (the calibration's residual standard deviation,
+// which holds per-run noise, drift and quota stalls as the calibration runs saw them).
+//
+// Why log-normal: run times are positive and their noise is multiplicative, so a relative
+// standard deviation s gives [y exp(-z s), y exp(z s)]; a prediction of zero or less falls back
+// to y -/+ z sd. The noise of a statistic of R replications shrinks as 1/R (mean) or pi/(2R)
+// (median, its asymptotic efficiency under Gaussian noise).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "fitter/model.h"
+#include "fitter/predict.h"
+
+namespace invmw::fit {
+
+// The interval levels, in the order of the JSON keys interval_80, interval_90, interval_95.
+constexpr std::array<double, 3> kIntervalLevels = {0.80, 0.90, 0.95};
+constexpr std::array<const char*, 3> kIntervalKeys = {"interval_80", "interval_90", "interval_95"};
+
+// What a fit says about its own uncertainty (`invmw fit --json`): parameter values and
+// covariance in model order, the residual standard deviation and the weighting it is in.
+struct FitUncertainty {
+  std::vector<std::string> names;
+  std::vector<double> values;
+  std::vector<std::vector<double>> covariance;  // NaN entries (fixed, undetermined) count as 0
+  double sigma = 0;                             // per-run residual sd, in weighting units
+  std::string weighting = "relative";           // "relative", "total" or "absolute"
+};
+
+// Reads `invmw fit --json` output. Throws PredictError naming the file and what is missing, or
+// a parameter the model has and the fit lacks.
+FitUncertainty LoadFitUncertainty(const std::string& path, const Model& model);
+
+// The covariance of resolved parameters (model order): a value taken from the reference's
+// calibration keeps its variance scaled by (resolved / fitted)^2 (the transfer rule's ratio);
+// with `transferred`, a value from a target's probed table counts as exact (its probe noise is
+// not in the fit); without, every value is the calibrated table's own.
+std::vector<std::vector<double>> TransferCovariance(const Model& model, const FitUncertainty& fit,
+                                                    const ResolvedParameters& resolved,
+                                                    bool transferred);
+
+struct Interval {
+  double low = 0, high = 0;
+};
+
+struct ResponseInterval {
+  double predicted = 0;
+  double sd_param = 0, sd_noise = 0;    // absolute, of the prediction and of the measured value
+  std::array<Interval, 3> intervals{};  // kIntervalLevels order
+};
+
+// Intervals for every response of the model (model.responses() order) at one point. factors:
+// model factor order. replications/statistic: the measured value is the "mean" or "median" of
+// that many runs (1: a single run).
+std::vector<ResponseInterval> PredictionIntervals(const Model& model,
+                                                  const std::vector<double>& factors,
+                                                  const std::vector<double>& params,
+                                                  const std::vector<std::vector<double>>& cov,
+                                                  double sigma, const std::string& weighting,
+                                                  int replications, const std::string& statistic);
+
+// Standard normal quantile (Acklam's rational approximation, |error| < 1.2e-9).
+double NormalQuantile(double p);
+
+}  // namespace invmw::fit
