@@ -1,0 +1,64 @@
+// Benchmark (not a test): the steps of `invmw analyze` on one OTF2 archive, timed apart, with a
+// given number of threads, and the peak resident memory (VmHWM) of the process.
+//
+//   bench_large_trace ANCHOR.otf2 THREADS
+// Prints one line: events, read s, analyze s, json s, total s, M events/s, VmHWM MiB.
+// bench_large_trace.py runs it per thread count in fresh processes (VmHWM is per process).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "analysis/analysis.h"
+
+namespace {
+
+long VmHwmKiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: bench_large_trace ANCHOR.otf2 THREADS\n");
+    return 2;
+  }
+  const int threads = std::atoi(argv[2]);
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](Clock::time_point a) {
+    return std::chrono::duration<double>(Clock::now() - a).count();
+  };
+  try {
+    const auto t0 = Clock::now();
+    invmw::otf2::ReadOptions ro;
+    ro.threads = threads;
+    const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(argv[1], ro);
+    const double read_s = secs(t0);
+    uint64_t events = 0;
+    for (const auto& l : trace.locations) events += l.events.size();
+    auto t1 = Clock::now();
+    invmw::analysis::AnalyzeOptions o;
+    o.threads = threads;
+    const invmw::analysis::Analysis a = invmw::analysis::Analyze(trace, o);
+    const double analyze_s = secs(t1);
+    t1 = Clock::now();
+    const std::string json = invmw::analysis::ToJson(a).dump(1);
+    const double json_s = secs(t1);
+    const double total = secs(t0);
+    std::printf(
+        "threads %d: %llu events, read %.3f s, analyze %.3f s, json %.3f s (%zu bytes), total "
+        "%.3f s, %.2f M events/s, VmHWM %.0f MiB, critical path %.6f s\n",
+        threads, (unsigned long long)events, read_s, analyze_s, json_s, json.size(), total,
+        double(events) / total / 1e6, double(VmHwmKiB()) / 1024, a.critical_path.length);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_large_trace: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
