@@ -598,6 +598,13 @@ void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
     double u = 0;
     OpenLocation(reader, path, defs_open, l.id, l.declared_events, &u);
     if (t->timer_resolution) l.clock_uncertainty_s = u / double(t->timer_resolution);
+    // Room for the declared events at once: growing the vector copies every event about once
+    // more and touches twice the memory (a tenth of the reading time on 10^7 events). Only
+    // address space until written; a forged count too large for it is simply not reserved.
+    try {
+      if (l.declared_events <= (uint64_t(1) << 28)) l.events.reserve(l.declared_events);
+    } catch (const std::exception&) {
+    }
   }
   for (const auto& m : t->metric_locations) {
     if (!wanted(m.rank)) continue;
