@@ -3,6 +3,7 @@
 #include <otf2/otf2.h>
 
 #include <algorithm>
+#include <ctime>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -716,17 +717,26 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
   const auto masks = SplitRanks(t, parts);
   std::vector<State> states(static_cast<size_t>(parts), s);
   std::vector<std::string> errors(static_cast<size_t>(parts));
+  std::vector<double> cpu(static_cast<size_t>(parts), 0.0);
   auto run = [&](size_t k) {
+    auto thread_cpu = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+    };
+    const double c0 = thread_cpu();
     try {
       ReadPart(path, masks[k], &states[k]);
     } catch (const std::exception& e) {
       errors[k] = e.what();
     }
+    cpu[k] = thread_cpu() - c0;
   };
   std::vector<std::thread> threads;
   for (size_t k = 1; k < size_t(parts); ++k) threads.emplace_back(run, k);
   run(0);
   for (auto& th : threads) th.join();
+  if (options.thread_cpu_s) *options.thread_cpu_s = cpu;
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error(e);
   // The matching lists of all parts together; the order of a list does not matter (matching

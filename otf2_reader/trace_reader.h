@@ -168,6 +168,8 @@ struct Trace {
 // thread nearly halves the reading time on a trace of several ranks.
 struct ReadOptions {
   int threads = 1;
+  // When set: the CPU time of each reader thread (seconds), for benchmarks.
+  std::vector<double>* thread_cpu_s = nullptr;
 };
 Trace ReadTrace(const std::string& anchor_path, const ReadOptions& options = {});
 // The machine's cores (std::thread::hardware_concurrency), at least 1.
