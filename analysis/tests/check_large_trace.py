@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--maker", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--events", type=float, default=1e6)
+    # 0: no memory bound (sanitizer builds, whose shadow memory and quarantine inflate the RSS).
     ap.add_argument("--bytes-per-event", type=float, default=300)
     a = ap.parse_args()
     if os.path.exists(a.work):
@@ -68,7 +69,7 @@ def main():
         bound = a.bytes_per_event * events + 64 * 2**20
         print("analyze --threads %d: peak RSS %.0f MiB (%.0f bytes/event; bound %.0f MiB), "
               "CPU %.2f s" % (threads, peak / 2**20, peak / events, bound / 2**20, cpu))
-        if peak > bound:
+        if a.bytes_per_event > 0 and peak > bound:
             failures.append("analyze --threads %d: peak RSS %d bytes over the bound %d"
                             % (threads, peak, bound))
     if len(docs) == 2:
