@@ -13,6 +13,10 @@ bool AnalyzeOptions::IsValid(std::string* error) const {
     if (error) *error = "unallocated_threshold must be in (0, 1]";
     return false;
   }
+  if (threads < 1) {
+    if (error) *error = "threads must be >= 1";
+    return false;
+  }
   if (!(heavy_rank_margin >= 0)) {
     if (error) *error = "heavy_rank_margin must be >= 0";
     return false;
@@ -87,7 +91,7 @@ Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options)
   if (!options.IsValid(&error)) throw std::invalid_argument("AnalyzeOptions: " + error);
   Analysis a;
   a.trace_path = trace.path;
-  a.timelines = BuildTimelines(trace, options.rank_windows);
+  a.timelines = BuildTimelines(trace, options.rank_windows, options.threads);
   const Timelines& tl = a.timelines;
   a.phase_source = tl.phase_source;
   a.phase_names = tl.phase_names;

@@ -51,6 +51,8 @@ struct AnalyzeOptions {
   // Rank windows (seconds on the trace's axis; end < 0: unknown) for traces without MPI_Init /
   // MPI_Finalize records, e.g. RankWindowsFromRun() of the run directory (run_windows.h).
   std::map<int32_t, std::pair<double, double>> rank_windows;
+  // Threads for the per-rank work (timelines); the result does not depend on it.
+  int threads = 1;
 
   bool IsValid(std::string* error) const;
 };

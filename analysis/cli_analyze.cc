@@ -1,5 +1,6 @@
 // `invmw analyze DIR`: the inverse mapping of a traced run, as text and JSON.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -16,7 +17,7 @@ using cli::Fail;
 
 int AnalyzeVerb(int argc, char** argv) {
   bool done = false, opal = false, quiet = false;
-  std::string json_path, threshold;
+  std::string json_path, threshold, threads_arg;
   std::vector<std::string> dirs;
   Args args(
       "invmw analyze [options] DIR",
@@ -37,6 +38,9 @@ int AnalyzeVerb(int argc, char** argv) {
       .Option("--unallocated-threshold", "SHARE", &threshold,
               "share of unallocated time that makes a run middleware-inefficient (default 0.4)")
       .Flag("--quiet", &quiet, "write the JSON only, print nothing")
+      .Option("--threads", "N", &threads_arg,
+              "threads reading and analysing the trace (default: the machine's cores); the "
+              "results do not depend on it")
       .Positional("DIR", &dirs, 1, 1)
       .Epilog(
           "Exit status: 0 done, 1 the trace cannot be read, analysed or written, 2 bad usage or\n"
@@ -51,6 +55,15 @@ int AnalyzeVerb(int argc, char** argv) {
     if (!end || *end || !options.IsValid(&error))
       return Fail("--unallocated-threshold " + threshold + ": expected a number in (0, 1]");
   }
+  int threads = invmw::otf2::DefaultReadThreads();
+  if (!threads_arg.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(threads_arg.c_str(), &end, 10);
+    if (!end || *end || n < 1 || n > 256)
+      return Fail("--threads " + threads_arg + ": expected a whole number 1..256");
+    threads = int(n);
+  }
+  options.threads = threads;
   std::string anchor = dirs[0];
   fs::path dir = dirs[0];
   if (fs::is_directory(dir)) {
@@ -62,7 +75,9 @@ int AnalyzeVerb(int argc, char** argv) {
     return Fail(anchor + ": no trace (run with `invmw run --trace`, or name the .otf2 anchor)");
   if (json_path.empty()) json_path = (dir / "analysis.json").string();
   try {
-    const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor);
+    invmw::otf2::ReadOptions ro;
+    ro.threads = threads;
+    const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor, ro);
     // invmw's traces hold no MPI_Init/MPI_Finalize records: the windows come from raw/.
     options.rank_windows = RankWindowsFromRun(dir.string(), trace);
     const Analysis a = Analyze(trace, options);

@@ -4,6 +4,8 @@
 #include <otf2/OTF2_Events.h>
 
 #include <algorithm>
+#include <exception>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -534,10 +536,35 @@ void Segments(RankWork& w) {
   gap(t, tl.end);
 }
 
+// fn(i) for i in [0, n) on `threads` threads (the calling one included), i striped over them.
+// Each i writes only its own slots, so the result is that of the loop in order.
+template <typename Fn>
+void ParallelFor(size_t n, int threads, Fn fn) {
+  const size_t k = std::max<size_t>(1, std::min<size_t>(size_t(std::max(threads, 1)), n));
+  if (k <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(k);
+  auto run = [&](size_t part) {
+    try {
+      for (size_t i = part; i < n; i += k) fn(i);
+    } catch (...) {
+      errors[part] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t p = 1; p < k; ++p) pool.emplace_back(run, p);
+  run(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 }  // namespace
 
 Timelines BuildTimelines(const Trace& t,
-                         const std::map<int32_t, std::pair<double, double>>& windows) {
+                         const std::map<int32_t, std::pair<double, double>>& windows, int threads) {
   Timelines out;
   std::vector<Kind> kinds;
   kinds.reserve(t.regions.size());
@@ -605,6 +632,14 @@ Timelines BuildTimelines(const Trace& t,
   std::vector<RankWork> work(main_loc.size());
   std::map<int32_t, RankWork*> by_rank;
   std::vector<Participation> parts;
+  // Ranks are scanned on several threads only when the whole run is one phase: phases found
+  // in user regions or MPI_Pcontrol calls are numbered in the order the scan meets them.
+  // Each rank's collective participations go to its own list; joined in rank order they are
+  // the list one thread would have built.
+  const bool parallel_scan = out.phase_source == PhaseSource::kWholeRun && threads > 1;
+  if (parallel_scan) phases.Get("run");  // present before the threads only look it up
+  std::vector<std::vector<Participation>> rank_parts(main_loc.size());
+  std::vector<std::pair<double, double>> rank_window(main_loc.size());
   for (size_t i = 0; i < main_loc.size(); ++i) {
     out.ranks[i].rank = t.locations[main_loc[i]].rank;
     out.ranks[i].location = size_t(main_loc[i]);
@@ -620,16 +655,23 @@ Timelines BuildTimelines(const Trace& t,
       start = jt->second.first;
       if (jt->second.second >= 0) end = jt->second.second;
     }
-    ScanLocation(t, kinds, msg_of_event[main_loc[i]], out.phase_source, phases, start, end, work[i],
-                 parts);
+    rank_window[i] = {start, end};
     by_rank[out.ranks[i].rank] = &work[i];
+  }
+  ParallelFor(main_loc.size(), parallel_scan ? threads : 1, [&](size_t i) {
+    ScanLocation(t, kinds, msg_of_event[main_loc[i]], out.phase_source, phases,
+                 rank_window[i].first, rank_window[i].second, work[i], rank_parts[i]);
+  });
+  for (auto& rp : rank_parts) {
+    parts.insert(parts.end(), rp.begin(), rp.end());
+    std::vector<Participation>().swap(rp);
   }
   MatchCollectives(t.comms, parts, by_rank, out);
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
   out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
+  ParallelFor(work.size(), threads, [&](size_t i) { Segments(work[i]); });
   for (auto& w : work) {
-    Segments(w);
     for (const auto& s : w.tl->segments)
       if (s.jump_rank >= 0 && s.jump_rank <= max_rank)
         out.wait_caused[s.jump_rank] += s.end - s.start;

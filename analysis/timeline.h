@@ -78,7 +78,10 @@ struct Timelines {
   std::vector<double> wait_caused;
 };
 
+// threads: ranks scanned (when the run is one phase) and cut into segments on that many
+// threads; the result is the same for any number.
 Timelines BuildTimelines(const invmw::otf2::Trace& trace,
-                         const std::map<int32_t, std::pair<double, double>>& windows = {});
+                         const std::map<int32_t, std::pair<double, double>>& windows = {},
+                         int threads = 1);
 
 }  // namespace invmw::analysis

@@ -107,7 +107,9 @@ int ExportVerb(int argc, char** argv) {
     const std::string anchor = AnchorOf(dirs[0]);
     if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
     RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
-    Trace t = ReadTrace(anchor);
+    ReadOptions ro;
+    ro.threads = DefaultReadThreads();  // the same trace for any number (trace_reader.h)
+    Trace t = ReadTrace(anchor, ro);
     PerfettoStats st = ExportPerfetto(t, out);
     std::printf("%s: %llu slices (%llu with args), %llu message arrows, %llu counter values\n",
                 out.c_str(), (unsigned long long)st.slices, (unsigned long long)st.slices_with_args,
@@ -131,7 +133,9 @@ int CheckVerb(int argc, char** argv) {
   args.Positional("DIR", &dirs, 1, 1);
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   try {
-    Trace t = ReadTrace(AnchorOf(dirs[0]));
+    ReadOptions ro;
+    ro.threads = DefaultReadThreads();
+    Trace t = ReadTrace(AnchorOf(dirs[0]), ro);
     CheckReport r = CheckTrace(t);
     PrintCheckReport(t, r, stdout);
     return r.ok ? 0 : 1;

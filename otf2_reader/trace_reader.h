@@ -161,6 +161,18 @@ struct Trace {
   std::vector<UncompletedRecv> uncompleted_recvs;  // in post order per rank
 };
 
-Trace ReadTrace(const std::string& anchor_path);
+// threads: reader threads, each with its own OTF2 reader over a share of the ranks (all the
+// locations of a rank in one share, shares of about equal declared events); the result is
+// the same for any number (ties in matching are broken by location and event index, not by
+// reading order). The OTF2 library decodes one location's events at a time, so a second
+// thread nearly halves the reading time on a trace of several ranks.
+struct ReadOptions {
+  int threads = 1;
+  // When set: the CPU time of each reader thread (seconds), for benchmarks.
+  std::vector<double>* thread_cpu_s = nullptr;
+};
+Trace ReadTrace(const std::string& anchor_path, const ReadOptions& options = {});
+// The machine's cores (std::thread::hardware_concurrency), at least 1.
+int DefaultReadThreads();
 
 }  // namespace invmw::otf2

@@ -45,8 +45,8 @@ class ProcSource : public Source {
     }
     return true;
   }
-  void Read(double* v) override {
-    std::string_view text;
+  // The fast tier (sampler/tiers.h): one getrusage, every tick.
+  void ReadFast(double* v) override {
     rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
       v[0] = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6;
@@ -55,6 +55,10 @@ class ProcSource : public Source {
       v[4] = double(ru.ru_minflt);
       v[5] = double(ru.ru_majflt);
     }
+  }
+  void Read(double* v) override {
+    std::string_view text;
+    ReadFast(v);
     uint64_t pages;
     if (statm_.Read(&text) && parse::ProcStatmResident(text, &pages)) v[2] = double(pages) * page_;
     parse::ProcIo io;

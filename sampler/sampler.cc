@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -31,6 +32,7 @@
 #include "recording/io.h"
 #include "sampler/source.h"
 #include "sampler/stream_format.h"
+#include "sampler/tiers.h"
 
 namespace invmw::sampler {
 
@@ -185,6 +187,17 @@ class Sampler {
       Warn("INVMW_SAMPLER_INTERVAL must be within 100us .. 1h; using 10ms");
       interval_s_ = 0.01;
     }
+    {
+      std::string e;
+      if (!tiers::ParseEvery(cfg_.SAMPLER_EVERY, &every_, &e)) {
+        Warn(e + "; INVMW_SAMPLER_EVERY ignored");
+        every_.clear();
+      }
+      for (const auto& [name, n] : every_)
+        if (std::none_of(Sources().begin(), Sources().end(),
+                         [&](const SourceSpec& sp) { return name == sp.name; }))
+          Warn("INVMW_SAMPLER_EVERY names " + name + ", which is not a sampler source; ignored");
+    }
     if (opt_.host.empty()) {
       char h[256] = {};
       gethostname(h, sizeof h - 1);
@@ -229,7 +242,7 @@ class Sampler {
       base_.assign(metrics_.size(), 0.0);
       WriteHeaders(Now(), metrics_.size());
       start_ticks_ = Now();
-      ReadSources(start_ticks_);
+      ReadSources(start_ticks_, true);
       opened_any_ = true;
     }
     const bool wait = !opened_any_;  // read before the thread may write it
@@ -268,6 +281,10 @@ class Sampler {
     s.open_cpu_s = open_cpu_s_;
     s.num_metrics = metrics_.size();
     s.wrote_resources = wrote_resources_;
+    for (const auto& a : active_)
+      s.tiers.push_back(Stats::SourceTier{a.spec->name,
+                                          a.spec->tier == Tier::kFast ? "fast" : "slow", a.every,
+                                          a.phase, a.cost_s, a.reads, a.fixed});
     if (streamer_) s.datagrams_sent = streamer_->sent(), s.datagrams_dropped = streamer_->dropped();
     return s;
   }
@@ -284,7 +301,34 @@ class Sampler {
     std::unique_ptr<Source> src;
     size_t first, count;
     bool based = false;  // its first reading (the base of its accumulated metrics) is taken
+    // Its tier schedule (tiers.h): read on the ticks where Due(every, phase, tick).
+    uint32_t every = 1, phase = 0;
+    bool fixed = false;  // N from INVMW_SAMPLER_EVERY
+    double cost_s = 0;   // least measured time of one full reading (0: not measured yet)
+    uint32_t timed = 0;  // readings measured
+    uint64_t reads = 0;  // full readings
   };
+
+  // N and the offsets of the slow sources from their measured costs (tiers.h). Fixed ones
+  // (INVMW_SAMPLER_EVERY) count in the budget's division all the same: they take their share.
+  void Plan() {
+    size_t num_slow = 0;
+    for (const auto& a : active_) num_slow += a.spec->tier == Tier::kSlow;
+    const uint32_t max_every = tiers::MaxEvery(cfg_.SAMPLER_SLOW_MAX, interval_s_);
+    size_t k = 0;
+    for (auto& a : active_) {
+      auto it = every_.find(a.spec->name);
+      if (it != every_.end()) {
+        a.every = it->second, a.fixed = true;
+      } else if (a.spec->tier == Tier::kFast) {
+        a.every = 1;
+      } else {
+        a.every = tiers::ChooseEvery(a.cost_s, interval_s_, cfg_.SAMPLER_SLOW_BUDGET, num_slow,
+                                     max_every);
+      }
+      a.phase = tiers::Phase(a.spec->tier == Tier::kSlow ? k++ : 0, a.every);
+    }
+  }
 
   void Warn(const std::string& msg) {
     if (opt_.warn) return opt_.warn(msg);
@@ -340,6 +384,7 @@ class Sampler {
       metric_start_.resize(metrics_.size(), 0);
       active_.push_back(std::move(a));
     }
+    Plan();
     for (const auto& n : notes) opt_.note ? opt_.note(n) : Warn(n);
   }
 
@@ -409,17 +454,35 @@ class Sampler {
     streamer_->SendNames(metrics_);
   }
 
-  void TakeSample() {
+  void TakeSample(bool all = false) {
     const uint64_t t = Now();
-    ReadSources(t);
+    ReadSources(t, all);
     Emit(t);
   }
 
-  // A source's first reading is the base of its accumulated metrics; before it (a deferred
-  // source not yet open) its values are 0.
-  void ReadSources(uint64_t t) {
+  // The sources due on this tick (tiers.h; the tick is the index of the sample being taken),
+  // or all of them. A source's first reading is the base of its accumulated metrics; before it
+  // (a deferred source not yet open) its values are 0. The first few full readings of a slow
+  // source are timed (rdtsc, cheap) and its N re-planned from the least of them: the first
+  // reading pays for cold caches, and one that was preempted would overstate the cost.
+  void ReadSources(uint64_t t, bool all) {
+    constexpr uint32_t kTimed = 4;
+    bool replan = false;
     for (auto& a : active_) {
-      a.src->Read(&raw_[a.first]);
+      if (!all && a.based && !tiers::Due(a.every, a.phase, samples_)) {
+        if (a.spec->fast_part) a.src->ReadFast(&raw_[a.first]);
+        continue;
+      }
+      if (a.spec->tier == Tier::kSlow && a.timed < kTimed) {
+        const uint64_t t0 = clock::Ticks();
+        a.src->Read(&raw_[a.first]);
+        const double c = double(clock::Ticks() - t0) / tps_;
+        a.cost_s = a.timed++ == 0 ? c : std::min(a.cost_s, c);
+        replan = replan || !a.fixed;
+      } else {
+        a.src->Read(&raw_[a.first]);
+      }
+      ++a.reads;
       if (a.based) continue;
       a.based = true;
       std::copy(raw_.begin() + long(a.first), raw_.begin() + long(a.first + a.count),
@@ -428,6 +491,7 @@ class Sampler {
         std::fill(metric_start_.begin() + long(a.first),
                   metric_start_.begin() + long(a.first + a.count), t);
     }
+    if (replan) Plan();
   }
 
   void Emit(uint64_t t) {
@@ -469,6 +533,7 @@ class Sampler {
     }
     if (s == interval_s_) return;
     interval_s_ = s;
+    Plan();  // N counts ticks: the same budget and longest gap need another N
     Line({{"type", "interval"}, {"ticks", Now()}, {"interval_s", s}});
   }
 
@@ -483,7 +548,7 @@ class Sampler {
           base_.assign(metrics_.size(), 0.0);
           WriteHeaders(Now(), metrics_.size());
           start_ticks_ = Now();
-          ReadSources(start_ticks_);
+          ReadSources(start_ticks_, true);
           opened_any_ = true;
         }
         ready_ = true;
@@ -538,7 +603,7 @@ class Sampler {
         next_poll = Clock::now() + std::chrono::seconds(1);
       }
     }
-    TakeSample();  // the state at the end, so totals cover the whole run
+    TakeSample(true);  // the state at the end, every source, so totals cover the whole run
     Flush();
     Line({{"type", "end"}, {"samples", samples_}, {"end_ticks", Now()}});
     WriteResources();
@@ -622,6 +687,8 @@ class Sampler {
               // Seconds after the start of sampling from which the counters count (opened
               // after Start returned, see sampler.h); null without counters.
               {"counters_start_s", counters_start},
+              // The tier schedule (sampler/tiers.h): read every N samples, measured cost.
+              {"tiers", Tiers()},
               {"metrics", all}};
     const std::string path = opt_.run_dir + "/raw/" + samples::ResourcesFileName(opt_.rank);
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
@@ -634,6 +701,17 @@ class Sampler {
       wrote_resources_ = true;
     else
       Existing(errno, path);
+  }
+
+  json Tiers() const {
+    json t = json::object();
+    for (const auto& a : active_)
+      t[a.spec->name] = {{"tier", a.spec->tier == Tier::kFast ? "fast" : "slow"},
+                         {"every", a.every},
+                         {"fixed", a.fixed},
+                         {"cost_us", a.cost_s * 1e6},
+                         {"reads", a.reads}};
+    return t;
   }
 
   // An output file not written: an entry of its name existed (reported to the runtime), or
@@ -657,6 +735,7 @@ class Sampler {
   std::vector<char> record_, pending_;
   uint64_t samples_ = 0, start_ticks_ = 0;
   std::string last_control_;
+  std::map<std::string, uint32_t> every_;  // INVMW_SAMPLER_EVERY
   double thread_cpu_s_ = 0, open_cpu_s_ = 0;
   bool wrote_resources_ = false;
   std::thread thread_;

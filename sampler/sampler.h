@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 
@@ -73,6 +74,15 @@ struct Stats {
   double open_cpu_s = 0;    // of which opening the sources (PAPI initialisation, files)
   size_t num_metrics = 0;
   bool wrote_resources = false;  // Stop created raw/resources-R.json
+  // Per open source, its tier schedule (sampler/tiers.h) at the end.
+  struct SourceTier {
+    std::string source, tier;  // tier: "fast" or "slow"
+    uint32_t every = 1, phase = 0;
+    double cost_s = 0;   // least measured time of one full reading (slow sources)
+    uint64_t reads = 0;  // full readings, the first and last sample included
+    bool fixed = false;  // N from INVMW_SAMPLER_EVERY
+  };
+  std::vector<SourceTier> tiers;
 };
 Stats LastStats();
 

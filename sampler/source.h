@@ -18,6 +18,9 @@
 //     the current values. Accumulated metrics report totals (not deltas); the sampler
 //     subtracts the values of the first sample. Must not block, allocate per call where it can
 //     be avoided, or call MPI. A value it cannot read this time is left unchanged.
+//   ReadFast(values): for a slow-tier source with a cheap part (SourceSpec::fast_part): fills
+//     only the values that one cheap system call gives; called on the ticks Read is not
+//     (sampler/tiers.h).
 //   The destructor releases whatever Open acquired (file descriptors, event sets).
 #pragma once
 
@@ -57,7 +60,12 @@ class Source {
   virtual bool Open(const SourceContext& ctx, std::vector<MetricDef>* metrics,
                     std::string* why_not) = 0;
   virtual void Read(double* values) = 0;
+  virtual void ReadFast(double* /*values*/) {}
 };
+
+// sampler/tiers.h: a kFast source is read every tick; a kSlow one (it parses /proc or cgroup
+// text) every N-th tick, N from its measured cost and INVMW_SAMPLER_SLOW_BUDGET.
+enum class Tier { kFast, kSlow };
 
 struct SourceSpec {
   const char* name;         // used in INVMW_SAMPLER_SOURCES and as metric prefix
@@ -70,6 +78,8 @@ struct SourceSpec {
   // perf event waits for an RCU grace period), which would otherwise lengthen MPI_Init. Their
   // metrics count from their first reading, whose time the metric definitions record.
   bool deferred = false;
+  Tier tier = Tier::kSlow;
+  bool fast_part = false;  // a kSlow source whose ReadFast fills some values every tick
 };
 
 // Every built-in source, in sampling order.

@@ -12,7 +12,10 @@ const std::vector<SourceSpec>& Sources() {
        "process CPU user/system time, RSS, page faults, I/O bytes (/proc/self)",
        Scope::kProcess,
        {},
-       NewProcSource},
+       NewProcSource,
+       /*deferred=*/false,
+       Tier::kSlow,
+       /*fast_part=*/true},  // CPU times, peak RSS and faults: getrusage, every tick
       {"cgroup",
        "CPU usage and throttling of the process's CPU-limited cgroup (v1 or v2)",
        Scope::kProcess,
@@ -23,7 +26,8 @@ const std::vector<SourceSpec>& Sources() {
        Scope::kProcess,
        {"INVMW_SAMPLER_PAPI"},
        NewCountersSource,
-       /*deferred=*/true},
+       /*deferred=*/true,
+       Tier::kFast},  // one read of an event group
       {"node_cpu", "CPU states of the node (/proc/stat)", Scope::kNode, {}, NewNodeCpuSource},
       {"net",
        "bytes and packets per network device (/proc/net/dev)",

@@ -1,0 +1,111 @@
+// Reading and analysing with several threads gives what one thread gives (issue 23): on
+// otf2_writer's synthetic runs (3 ranks, rank 0 with two threads, blocking, nonblocking,
+// persistent and cancelled p2p, collectives on two communicators, Pcontrol phases, sampler
+// metrics; also with a crashed rank and an unmatched send), every event, message, unmatched
+// and uncompleted receive of ReadTrace, and the whole JSON of Analyze, for 1, 2 and 3 threads.
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "analysis/analysis.h"
+#include "otf2_writer/converter.h"
+#include "otf2_writer/tests/synthetic_run.h"
+
+namespace invmw::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+using otf2::Trace;
+
+// Everything ReadTrace returns, as text: a difference shows where.
+std::string Dump(const Trace& t) {
+  std::ostringstream o;
+  o.precision(17);
+  for (const auto& l : t.locations) {
+    o << "loc " << l.id << " rank " << l.rank << " " << l.name << " declared " << l.declared_events
+      << " unc " << l.clock_uncertainty_s << "\n";
+    for (const auto& e : l.events)
+      o << " " << int(e.type) << " " << e.ticks << " " << e.time << " " << e.bytes << " "
+        << e.bytes_recv << " " << e.request << " " << e.region << " " << e.comm << " " << e.peer
+        << " " << e.tag << " " << e.coll_op << " " << e.calls << " " << e.cut_off << "\n";
+    for (const auto& m : l.metrics) o << " m " << m.ticks << " " << m.values.size() << "\n";
+  }
+  for (const auto& m : t.metric_locations) {
+    o << "metric loc " << m.id << " rank " << m.rank << "\n";
+    for (const auto& s : m.samples) {
+      o << " " << s.ticks << " " << s.metric_class;
+      for (double v : s.values) o << " " << v;
+      o << "\n";
+    }
+  }
+  for (const auto& m : t.messages)
+    o << "msg " << m.src << " " << m.dst << " " << m.comm << " " << m.tag << " " << m.bytes << " "
+      << m.recv_bytes << " " << m.send_loc << ":" << m.send_event << " " << m.recv_loc << ":"
+      << m.recv_event << " " << m.send_time << " " << m.recv_post_time << " " << m.recv_time
+      << "\n";
+  for (const auto& u : t.unmatched_sends) o << "unmatched send " << u.loc << ":" << u.event << "\n";
+  for (const auto& u : t.unmatched_recvs) o << "unmatched recv " << u.loc << ":" << u.event << "\n";
+  for (const auto& u : t.uncompleted_recvs)
+    o << "uncompleted " << u.loc << ":" << u.event << " " << u.rank << " " << u.peer << " " << u.tag
+      << " " << u.comm << " " << u.matched << " " << u.send_loc << ":" << u.send_event << " "
+      << u.wildcard << "\n";
+  for (const auto& [rank, locs] : t.locations_of_rank) {
+    o << "rank " << rank << ":";
+    for (size_t l : locs) o << " " << l;
+    o << "\n";
+  }
+  return o.str();
+}
+
+void ExpectSameForAnyThreads(const otf2::testing::SyntheticOptions& so, const std::string& name) {
+  const std::string dir =
+      fs::temp_directory_path() / ("invmw-threads-test-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  otf2::testing::WriteSyntheticRun(dir, so);
+  otf2::ConvertToOtf2(dir);
+  const std::string anchor = dir + "/traces.otf2";
+  otf2::ReadOptions one;
+  const Trace base = otf2::ReadTrace(anchor, one);
+  ASSERT_FALSE(base.messages.empty());
+  const std::string base_dump = Dump(base);
+  AnalyzeOptions ao;
+  const std::string base_json = ToJson(Analyze(base, ao)).dump(1);
+  for (int threads : {2, 3, 8}) {
+    otf2::ReadOptions ro;
+    ro.threads = threads;
+    const Trace t = otf2::ReadTrace(anchor, ro);
+    EXPECT_EQ(Dump(t), base_dump) << threads << " reader threads";
+    AnalyzeOptions a;
+    a.threads = threads;
+    EXPECT_EQ(ToJson(Analyze(t, a)).dump(1), base_json) << threads << " threads";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Threads, SameTraceAndAnalysisForAnyNumber) {
+  otf2::testing::SyntheticOptions so;
+  so.iterations = 4;
+  so.samples = 20;
+  ExpectSameForAnyThreads(so, "plain");
+}
+
+TEST(Threads, SameWithCrashAndUnmatchedSend) {
+  otf2::testing::SyntheticOptions so;
+  so.iterations = 3;
+  so.crash = true;
+  so.unmatched_send = true;
+  ExpectSameForAnyThreads(so, "crash");
+}
+
+TEST(Threads, InvalidThreadCount) {
+  AnalyzeOptions a;
+  a.threads = 0;
+  std::string e;
+  EXPECT_FALSE(a.IsValid(&e));
+}
+
+}  // namespace
+}  // namespace invmw::analysis

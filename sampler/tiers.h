@@ -1,0 +1,76 @@
+// The sampler's tier schedule: which sources are read on which tick.
+//
+// Why tiers: a sample's cost is its system calls (docs/sampler.md, "Cost"). What changes fast
+// and costs one cheap call (process CPU time and faults through getrusage, the counters) is
+// read every tick; what costs opening-free but still parsed /proc or cgroup text (the process's
+// memory and I/O, node CPU, network, disks, cgroup) is read every N-th tick, N chosen from the
+// source's measured cost so that those sources together stay within a CPU budget
+// (INVMW_SAMPLER_SLOW_BUDGET), at least once per INVMW_SAMPLER_SLOW_MAX, or as fixed by
+// INVMW_SAMPLER_EVERY. Between its readings a source's values repeat their last reading; the
+// first and the last sample read every source, so totals cover the whole run.
+//
+// Pure functions, so the schedule is tested without clocks.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace invmw::sampler::tiers {
+
+// N for a source whose reading costs cost_s seconds of CPU, when the slow sources (num_slow
+// of them, sharing budget_s of CPU per second equally) are sampled at interval_s; at most
+// max_every (a reading at least that often), at least 1. budget_s <= 0: every tick.
+inline uint32_t ChooseEvery(double cost_s, double interval_s, double budget_s, size_t num_slow,
+                            uint32_t max_every) {
+  if (max_every < 1) max_every = 1;
+  if (!(budget_s > 0) || !(interval_s > 0) || !(cost_s > 0) || num_slow == 0) return 1;
+  // Each reading every N ticks costs cost_s / (N * interval_s) of a core.
+  const double share = budget_s / double(num_slow);
+  const double n = std::ceil(cost_s / (share * interval_s) - 1e-9);
+  if (n <= 1) return 1;
+  if (n >= double(max_every)) return max_every;
+  return uint32_t(n);
+}
+
+// Ticks between readings that INVMW_SAMPLER_SLOW_MAX allows at interval_s (at least 1).
+inline uint32_t MaxEvery(double slow_max_s, double interval_s) {
+  if (!(interval_s > 0) || !(slow_max_s > 0)) return 1;
+  const double n = std::floor(slow_max_s / interval_s + 1e-9);
+  return n < 1 ? 1 : n > 1e9 ? 1000000000u : uint32_t(n);
+}
+
+// Whether a source read every `every` ticks, with offset `phase`, is read on tick `tick`.
+// Offsets spread the slow sources over the ticks, so that no tick pays for all of them.
+inline bool Due(uint32_t every, uint32_t phase, uint64_t tick) {
+  return every <= 1 || (tick + phase) % every == 0;
+}
+
+// The offset of the k-th slow source: consecutive sources land on consecutive ticks.
+inline uint32_t Phase(size_t k, uint32_t every) {
+  return every <= 1 ? 0 : uint32_t(k % every);
+}
+
+// INVMW_SAMPLER_EVERY: "name=N" items (N >= 1). Returns false with *error naming the bad item.
+inline bool ParseEvery(const std::vector<std::string>& items, std::map<std::string, uint32_t>* out,
+                       std::string* error) {
+  for (const std::string& it : items) {
+    const size_t eq = it.find('=');
+    char* end = nullptr;
+    const std::string num = eq == std::string::npos ? "" : it.substr(eq + 1);
+    const unsigned long n = num.empty() ? 0 : std::strtoul(num.c_str(), &end, 10);
+    if (eq == 0 || eq == std::string::npos || num.empty() || *end != '\0' || n < 1 ||
+        n > 1000000000ul || num[0] == '-' || num[0] == '+') {
+      *error = "INVMW_SAMPLER_EVERY item '" + it +
+               "': expected SOURCE=N with N a whole number of samples >= 1 (e.g. net=10)";
+      return false;
+    }
+    (*out)[it.substr(0, eq)] = uint32_t(n);
+  }
+  return true;
+}
+
+}  // namespace invmw::sampler::tiers

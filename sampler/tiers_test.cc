@@ -1,0 +1,157 @@
+// The tier schedule (sampler/tiers.h): N from a measured cost and the budget, which sources are
+// read on which tick, INVMW_SAMPLER_EVERY; and in a real sampler, that the slow sources are read
+// only on their ticks and their values still arrive in the samples.
+#include "sampler/tiers.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "otf2_writer/raw_samples.h"
+#include "sampler/sampler.h"
+#include "sampler/source.h"
+
+namespace invmw::sampler {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Tiers, EveryFromCostAndBudget) {
+  // 4 slow sources sharing 250 us/s: 62.5 us/s each; at 10 ms a 10 us reading fits every
+  // 10 us / (62.5 us/s * 10 ms) = 16 ticks.
+  EXPECT_EQ(tiers::ChooseEvery(10e-6, 0.010, 250e-6, 4, 100), 16u);
+  // Cheap enough for every tick.
+  EXPECT_EQ(tiers::ChooseEvery(0.1e-6, 0.010, 250e-6, 4, 100), 1u);
+  // Capped by the longest gap (INVMW_SAMPLER_SLOW_MAX), even above the budget.
+  EXPECT_EQ(tiers::ChooseEvery(10e-3, 0.010, 250e-6, 4, 100), 100u);
+  // Budget 0, or a cost not measured yet: every tick.
+  EXPECT_EQ(tiers::ChooseEvery(10e-6, 0.010, 0, 4, 100), 1u);
+  EXPECT_EQ(tiers::ChooseEvery(0, 0.010, 250e-6, 4, 100), 1u);
+  // A longer interval needs a smaller N for the same budget.
+  EXPECT_EQ(tiers::ChooseEvery(10e-6, 0.100, 250e-6, 4, 100), 2u);
+  EXPECT_EQ(tiers::MaxEvery(1.0, 0.010), 100u);
+  EXPECT_EQ(tiers::MaxEvery(1.0, 2.0), 1u);
+  EXPECT_EQ(tiers::MaxEvery(0, 0.010), 1u);
+}
+
+TEST(Tiers, WhichSourcesOnWhichTick) {
+  // Three slow sources at N = 3 with consecutive offsets, and a fast one: each tick reads the
+  // fast source and exactly one slow one, each slow one every third tick.
+  const uint32_t every = 3;
+  for (uint64_t tick = 0; tick < 30; ++tick) {
+    int due = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      const bool d = tiers::Due(every, tiers::Phase(k, every), tick);
+      EXPECT_EQ(d, (tick + k) % 3 == 0) << "tick " << tick << " source " << k;
+      due += d;
+    }
+    EXPECT_EQ(due, 1) << "tick " << tick;
+    EXPECT_TRUE(tiers::Due(1, 0, tick));
+  }
+  EXPECT_TRUE(tiers::Due(5, 0, 0));
+  EXPECT_FALSE(tiers::Due(5, 0, 4));
+  EXPECT_TRUE(tiers::Due(5, 1, 4));
+  EXPECT_EQ(tiers::Phase(7, 1), 0u);
+}
+
+TEST(Tiers, ParseEvery) {
+  std::map<std::string, uint32_t> m;
+  std::string e;
+  ASSERT_TRUE(tiers::ParseEvery({"net=10", "disk=1"}, &m, &e)) << e;
+  EXPECT_EQ(m.at("net"), 10u);
+  EXPECT_EQ(m.at("disk"), 1u);
+  for (const char* bad : {"net", "net=", "=4", "net=0", "net=-3", "net=2x", "net=+2"}) {
+    std::map<std::string, uint32_t> b;
+    EXPECT_FALSE(tiers::ParseEvery({bad}, &b, &e)) << bad;
+    EXPECT_NE(e.find(bad), std::string::npos) << e;
+  }
+}
+
+TEST(Tiers, SlowSourcesReadOnTheirTicksAndArrive) {
+  const std::string dir =
+      fs::temp_directory_path() / ("invmw-sampler-test-tiers-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  config::Config cfg = config::Load();
+  cfg.SAMPLER_INTERVAL = 0.005;
+  cfg.SAMPLER_STREAM.clear();
+  cfg.SAMPLER_SOURCES = {"proc", "node_cpu", "net"};
+  cfg.SAMPLER_EVERY = {"node_cpu=4", "proc=3"};
+  StartOptions o;
+  o.run_dir = dir;
+  o.config = &cfg;
+  o.warn = [](const std::string& m) { ADD_FAILURE() << "warning: " << m; };
+  std::string err;
+  ASSERT_TRUE(Start(o, &err)) << err;
+  // Busy, so the process's CPU time (fast tier) moves between the slow readings. Nothing
+  // below depends on how many samples a loaded machine lets the thread take, beyond 16.
+  const int64_t t0 = clock::MonotonicNs();
+  volatile double sink = 0;
+  while (clock::MonotonicNs() - t0 < 1500000000)
+    for (int i = 0; i < 1000; ++i) sink = sink + i;
+  Stop();
+  const Stats st = LastStats();
+  const Stats::SourceTier *cpu = nullptr, *proc = nullptr, *net = nullptr;
+  for (const auto& t : st.tiers)
+    (t.source == "node_cpu" ? cpu : t.source == "proc" ? proc : net) = &t;
+  ASSERT_TRUE(cpu && proc && net);
+  EXPECT_EQ(cpu->every, 4u);
+  EXPECT_TRUE(cpu->fixed);
+  EXPECT_EQ(proc->every, 3u);
+  EXPECT_FALSE(net->fixed);
+  EXPECT_GT(net->cost_s, 0) << "the budgeted source's cost is measured";
+
+  otf2::RawSamples s;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(otf2::LoadRawSamples(dir, 0, &s, &problems));
+  ASSERT_GE(s.size(), 16u);
+  const int user = s.Find("node_cpu.user"), idle = s.Find("node_cpu.idle"),
+            rss = s.Find("proc.rss"), pcpu = s.Find("proc.cpu.user");
+  ASSERT_TRUE(user >= 0 && idle >= 0 && rss >= 0 && pcpu >= 0);
+  // All the node's CPU states together: the time of its CPUs, which always grows.
+  auto node = [&](size_t i) {
+    double sum = 0;
+    for (size_t k = 0; k < s.metrics.size(); ++k)
+      if (s.metrics[k].name.compare(0, 9, "node_cpu.") == 0) sum += s.at(i, k);
+    return sum;
+  };
+  size_t node_changes = 0, node_due = 0, cpu_changes_off_tick = 0;
+  // Sample 0 is the base (every source), the last one reads every source too.
+  for (size_t i = 1; i + 1 < s.size(); ++i) {
+    const uint64_t tick = s.sample[i];
+    const bool due = tiers::Due(cpu->every, cpu->phase, tick);
+    node_due += due;
+    if (node(i) != node(i - 1)) {
+      ++node_changes;
+      EXPECT_TRUE(due) << "node_cpu read on tick " << tick << ", not one of its ticks";
+    }
+    if (s.at(i, size_t(rss)) != s.at(i - 1, size_t(rss)))
+      EXPECT_TRUE(tiers::Due(proc->every, proc->phase, tick)) << "proc.rss read on tick " << tick;
+    if (!tiers::Due(proc->every, proc->phase, tick) &&
+        s.at(i, size_t(pcpu)) != s.at(i - 1, size_t(pcpu)))
+      ++cpu_changes_off_tick;
+  }
+  // The node's CPU time grows by 2 CPUs x 100 jiffies/s: 20 ms between readings always shows.
+  EXPECT_GE(node_changes, node_due / 2) << "node_cpu's values do not arrive";
+  EXPECT_GE(node_changes, 2u);
+  EXPECT_GT(cpu_changes_off_tick, 0u) << "the process's CPU time is not read every tick";
+  EXPECT_GT(s.at(s.size() - 1, size_t(rss)), 0) << "proc.rss never arrived";
+  // The slow sources' readings: about one in N, plus the first and the last.
+  EXPECT_LE(cpu->reads, s.size() / 4 + 3);
+  EXPECT_GE(cpu->reads, s.size() / 4 - 1);
+
+  // The schedule is in resources-R.json.
+  std::ifstream in(dir + "/raw/resources-000000.json");
+  const auto r = nlohmann::json::parse(in);
+  EXPECT_EQ(r.at("tiers").at("node_cpu").at("every"), 4);
+  EXPECT_EQ(r.at("tiers").at("proc").at("tier"), "slow");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace invmw::sampler
