@@ -61,7 +61,9 @@ struct ParallelResult {
   double cpu_s = 0;
 };
 
+// test_fail_rank (tests only, INVMW_TRACE_TEST_PARALLEL_FAIL): that rank fails its part after
+// writing its events, to prove the collective steps and the fallback.
 ParallelResult ConvertToOtf2Parallel(const std::string& run_dir, ParallelTransport* transport,
-                                     const ConvertOptions& options = {});
+                                     const ConvertOptions& options = {}, int test_fail_rank = -1);
 
 }  // namespace invmw::otf2

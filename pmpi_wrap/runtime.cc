@@ -860,11 +860,11 @@ void OnFinalize() {
     if (PMPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS)
       agreed = kSerial;
     if (g.rank == 0 && how == kRefused) agreed = kRefused;
-    auto report = [](const otf2::ConvertResult& r) {
+    auto report = [](const otf2::ConvertResult& r, const std::string& by) {
       for (const auto& p : r.problems) Warn("trace: " + p);
       if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET) {
-        std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
-                     (unsigned long long)r.events_out);
+        std::fprintf(stderr, "invmw: trace written to %s (%llu events%s)\n", r.archive.c_str(),
+                     (unsigned long long)r.events_out, by.c_str());
         if (const uint64_t raw = RawEventBytes(g.output_dir); raw > 0)
           std::fprintf(stderr,
                        "invmw: note: the raw trace it was built from stays in %s/raw "
@@ -876,9 +876,10 @@ void OnFinalize() {
     };
     bool written = false;
     if (agreed == kParallel) {
-      otf2::ParallelResult pr = WriteTraceInParallel(g.comm, g.output_dir);
+      otf2::ParallelResult pr =
+          WriteTraceInParallel(g.comm, g.output_dir, int(g.cfg.TRACE_TEST_PARALLEL_FAIL));
       if (g.rank == 0 && pr.ok) {
-        report(pr.result);
+        report(pr.result, ", written by " + std::to_string(g.world_size) + " ranks in parallel");
         written = true;
       } else if (g.rank == 0) {
         Warn("trace: writing in parallel failed (" + pr.error +
@@ -889,7 +890,7 @@ void OnFinalize() {
     // must return normally whatever happens here (`invmw trace recover` can retry).
     if (g.rank == 0 && agreed != kRefused && !written) {
       try {
-        report(otf2::ConvertToOtf2(g.output_dir));
+        report(otf2::ConvertToOtf2(g.output_dir), "");
       } catch (const std::exception& e) {
         Warn(std::string("trace not converted: ") + e.what());
       } catch (...) {

@@ -190,7 +190,8 @@ class MpiTransport final : public otf2::ParallelTransport {
 
 }  // namespace
 
-otf2::ParallelResult WriteTraceInParallel(MPI_Comm comm, const std::string& run_dir) {
+otf2::ParallelResult WriteTraceInParallel(MPI_Comm comm, const std::string& run_dir,
+                                          int test_fail_rank) {
   MpiTransport t(comm);
   // The duplicate exists on every rank or the failure is known to all of them (the check is
   // itself a reduction on invmw's communicator).
@@ -200,7 +201,7 @@ otf2::ParallelResult WriteTraceInParallel(MPI_Comm comm, const std::string& run_
     r.error = "no communicator for the parallel trace writing";
     return r;
   }
-  return otf2::ConvertToOtf2Parallel(run_dir, &t);
+  return otf2::ConvertToOtf2Parallel(run_dir, &t, {}, test_fail_rank);
 }
 
 }  // namespace invmw::wrap

@@ -10,6 +10,7 @@ namespace invmw::wrap {
 
 // Collective over `comm` (invmw's communicator, errors returned): every rank writes its own
 // locations. Every MPI call's return code is checked; a failed one makes the result not ok.
-otf2::ParallelResult WriteTraceInParallel(MPI_Comm comm, const std::string& run_dir);
+otf2::ParallelResult WriteTraceInParallel(MPI_Comm comm, const std::string& run_dir,
+                                          int test_fail_rank = -1);
 
 }  // namespace invmw::wrap
