@@ -31,6 +31,12 @@ double ThreadCpuSeconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+// Text of a message: invalid UTF-8 (a host name, a problem quoting a damaged file) is replaced,
+// never a reason to throw in the middle of an exchange the other ranks wait for.
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string MemberKey(const RawMetric& m) {
   return m.name + "\n" + m.unit + (m.accumulated ? "\na" : "\nb");
 }
@@ -211,7 +217,7 @@ ParallelResult ConvertToOtf2Parallel(const std::string& run_dir, ParallelTranspo
   }
 
   // 2. Unified definitions: reduced up the tree, rank 0's result sent to every rank.
-  std::string text = defs.ToJson().dump();
+  std::string text = Dump(defs.ToJson());
   bool comm_ok = true;
   {
     // Binomial tree: a rank takes in its children (the rank ranges right of it, nearest first),
@@ -233,7 +239,7 @@ ParallelResult ConvertToOtf2Parallel(const std::string& run_dir, ParallelTranspo
           fail(std::string("definitions from rank ") + std::to_string(me + mask) +
                " unreadable: " + e.what());
         }
-        text = defs.ToJson().dump();
+        text = Dump(defs.ToJson());
       }
     }
   }
@@ -342,7 +348,7 @@ ParallelResult ConvertToOtf2Parallel(const std::string& run_dir, ParallelTranspo
   comm_ok = true;
   for (int mask = 1; mask < n; mask <<= 1) {
     if (me & mask) {
-      comm_ok = t->Send(me - mask, mine.dump()) && comm_ok;
+      comm_ok = t->Send(me - mask, Dump(mine)) && comm_ok;
       break;
     }
     if (me + mask < n) {

@@ -876,8 +876,16 @@ void OnFinalize() {
     };
     bool written = false;
     if (agreed == kParallel) {
-      otf2::ParallelResult pr =
-          WriteTraceInParallel(g.comm, g.output_dir, int(g.cfg.TRACE_TEST_PARALLEL_FAIL));
+      otf2::ParallelResult pr;
+      try {  // nothing may escape into the application's MPI_Finalize
+        pr = WriteTraceInParallel(g.comm, g.output_dir, int(g.cfg.TRACE_TEST_PARALLEL_FAIL));
+      } catch (const std::exception& e) {
+        pr.ok = false;
+        pr.error = std::string("rank ") + std::to_string(g.rank) + ": " + e.what();
+      } catch (...) {
+        pr.ok = false;
+        pr.error = "rank " + std::to_string(g.rank) + ": unexpected failure";
+      }
       if (g.rank == 0 && pr.ok) {
         report(pr.result, ", written by " + std::to_string(g.world_size) + " ranks in parallel");
         written = true;
