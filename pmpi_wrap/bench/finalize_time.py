@@ -9,7 +9,7 @@ MPI_Finalize, rank 0's, the largest wall time, the events of the archive, and th
 throughput per rank (events a rank wrote / its CPU time in MPI_Finalize: every rank its own
 events in parallel, rank 0 all of them serially). CPU time in MPI_Finalize includes the
 profile merge, invmw's clock synchronisation and the MPI library's own finalize, the same for
-both writers.
+both writers; the row "none" (no trace) shows that part alone.
 
 usage: finalize_time.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_finalize_time
                         [--np 2,4,8,16] [--rounds 3] [--events-rounds 20000]
@@ -29,9 +29,10 @@ def run(a, np, writer):
     out = tempfile.mkdtemp(prefix='invmw-finbench-')
     run_dir = os.path.join(out, 'run')
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
-    cmd = [a.invmw, 'run', '--out', run_dir, '--trace', '--lib', a.lib,
-           '--env', f'INVMW_TRACE_WRITER={writer}', '--env', 'INVMW_SAMPLER_ENABLE=0', '--',
-           a.launcher, '--oversubscribe', '-np', str(np), a.bench, str(a.events_rounds)]
+    trace = [] if writer == 'none' else ['--trace', '--env', f'INVMW_TRACE_WRITER={writer}']
+    cmd = ([a.invmw, 'run', '--out', run_dir, '--lib', a.lib] + trace +
+           ['--env', 'INVMW_SAMPLER_ENABLE=0', '--', a.launcher, '--oversubscribe', '-np', str(np),
+            a.bench, str(a.events_rounds)])
     try:
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         if res.returncode != 0:
@@ -43,6 +44,10 @@ def run(a, np, writer):
                 ranks[int(f[1])] = (float(f[3]), float(f[4]))
         m = re.search(r'trace written to .* \((\d+) events(, written by (\d+) ranks in parallel)?',
                       res.stderr)
+        if len(ranks) == np and writer == 'none':
+            cpu = [ranks[r][0] for r in range(np)]
+            return dict(max_cpu=max(cpu), rank0_cpu=cpu[0],
+                        wall=max(w for _, w in ranks.values()), events=0, throughput=0)
         if len(ranks) != np or not m:
             sys.exit(f'unexpected output of {" ".join(cmd)}:\n{res.stdout}\n{res.stderr}')
         if (m.group(2) is not None) != (writer == 'parallel'):
@@ -70,7 +75,7 @@ def main():
     print(f'{"ranks":>5} {"writer":>8} {"max CPU s":>10} {"rank0 CPU s":>11} {"wall s":>8} '
           f'{"events":>9} {"Mev/s/rank":>10}')
     for np in [int(x) for x in a.np.split(',')]:
-        results = {'parallel': [], 'serial': []}
+        results = {'parallel': [], 'serial': [], 'none': []}
         for _ in range(a.rounds):
             for writer in results:
                 results[writer].append(run(a, np, writer))
