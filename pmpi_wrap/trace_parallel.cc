@@ -1,5 +1,7 @@
 #include "pmpi_wrap/trace_parallel.h"
 
+#include <time.h>
+
 #include <climits>
 #include <cstdint>
 #include <vector>
@@ -31,6 +33,20 @@ MPI_Datatype MpiType(OTF2_Type type) {
       return MPI_DOUBLE;
     default:
       return MPI_DATATYPE_NULL;
+  }
+}
+
+// Completes a request without spinning: ranks that wait here for a slower one (rank 0 writing
+// the global definitions, a rank with more events) would otherwise burn the CPU that the
+// writing ranks need when ranks share cores, and count it as time spent in MPI_Finalize.
+int WaitSleeping(MPI_Request* req, int rc) {
+  if (rc != MPI_SUCCESS) return rc;
+  int done = 0;
+  while (true) {
+    rc = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    const timespec pause{0, 50000};  // 50 us: short against any write, long against a poll
+    nanosleep(&pause, nullptr);
   }
 }
 
@@ -85,16 +101,20 @@ class MpiTransport final : public otf2::ParallelTransport {
   }
   bool Recv(int peer, std::string* data) override {
     uint64_t len = 0;
-    if (PMPI_Recv(&len, 1, MPI_UINT64_T, peer, kTag, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+    MPI_Request req;
+    if (WaitSleeping(&req, PMPI_Irecv(&len, 1, MPI_UINT64_T, peer, kTag, comm_, &req)) !=
+            MPI_SUCCESS ||
         len > uint64_t(INT_MAX))
       return false;
     data->resize(len);
-    return PMPI_Recv(data->data(), int(len), MPI_BYTE, peer, kTag, comm_, MPI_STATUS_IGNORE) ==
-           MPI_SUCCESS;
+    return WaitSleeping(&req, PMPI_Irecv(data->data(), int(len), MPI_BYTE, peer, kTag, comm_,
+                                         &req)) == MPI_SUCCESS;
   }
   bool Bcast(std::string* data, int root) override {
     uint64_t len = data->size();
-    if (PMPI_Bcast(&len, 1, MPI_UINT64_T, root, comm_) != MPI_SUCCESS) return false;
+    MPI_Request req;
+    if (WaitSleeping(&req, PMPI_Ibcast(&len, 1, MPI_UINT64_T, root, comm_, &req)) != MPI_SUCCESS)
+      return false;
     // Every rank takes part in the second broadcast, even with a length it cannot take.
     const bool fits = len <= uint64_t(INT_MAX);
     data->resize(fits ? len : 0);
@@ -103,7 +123,10 @@ class MpiTransport final : public otf2::ParallelTransport {
   }
   bool AllOk(bool ok) override {
     int mine = ok ? 1 : 0, all = 0;
-    return PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm_) == MPI_SUCCESS && all == 1;
+    MPI_Request req;
+    return WaitSleeping(&req, PMPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm_, &req)) ==
+               MPI_SUCCESS &&
+           all == 1;
   }
   const OTF2_CollectiveCallbacks* Otf2Callbacks() override { return &callbacks_; }
   void* Otf2Data() override { return this; }
@@ -124,13 +147,15 @@ class MpiTransport final : public otf2::ParallelTransport {
     return OTF2_CALLBACK_SUCCESS;
   }
   static OTF2_CallbackCode Barrier(void* d, OTF2_CollectiveContext*) {
-    return Code(PMPI_Barrier(Self(d)->comm_));
+    MPI_Request req;
+    return Code(WaitSleeping(&req, PMPI_Ibarrier(Self(d)->comm_, &req)));
   }
   static OTF2_CallbackCode Bcast(void* d, OTF2_CollectiveContext*, void* data, uint32_t n,
                                  OTF2_Type type, uint32_t root) {
     const MPI_Datatype t = MpiType(type);
     if (t == MPI_DATATYPE_NULL || n > uint32_t(INT_MAX)) return OTF2_CALLBACK_ERROR;
-    return Code(PMPI_Bcast(data, int(n), t, int(root), Self(d)->comm_));
+    MPI_Request req;
+    return Code(WaitSleeping(&req, PMPI_Ibcast(data, int(n), t, int(root), Self(d)->comm_, &req)));
   }
   static OTF2_CallbackCode Gather(void* d, OTF2_CollectiveContext*, const void* in, void* out,
                                   uint32_t n, OTF2_Type type, uint32_t root) {
