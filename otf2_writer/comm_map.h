@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -33,10 +34,30 @@ struct GlobalComm {
   std::unordered_map<int32_t, uint32_t> rank_of;  // world rank -> communicator rank
 };
 
+// One communicator of a rank other than MPI_COMM_WORLD, with the identity that makes it one
+// global communicator across ranks: its groups (for an inter-communicator the lower-ranked one
+// first) and its occurrence among the rank's communicators with those groups.
+struct CommIdentity {
+  bool inter = false;
+  std::vector<int32_t> a, b;
+  int k = 0;
+  uint32_t local = 0;  // the rank's local id
+  auto Key() const { return std::make_tuple(inter, a, b, k); }
+};
+
+// A rank's communicators (MPI_COMM_WORLD excluded) in creation order.
+std::vector<CommIdentity> RankCommIdentities(const RawRank& rank);
+
 class CommMap {
  public:
   // Unifies the communicators of all loaded ranks; findings go to *problems.
   void Build(const RawRun& run, std::vector<std::string>* problems);
+
+  // The map of one rank from communicators already unified across ranks, in global id order
+  // (global id i + 1; 0 is MPI_COMM_WORLD), as Build would number them. Only `rank`'s local
+  // ids are mapped; false (and *problem set) when one of its communicators is not in `unified`.
+  bool Assign(int32_t world_size, const std::vector<CommIdentity>& unified, const RawRank& rank,
+              std::string* problem);
 
   // Global id of rank `rank`'s local communicator `local`, or kNoComm when unknown.
   uint32_t Global(int32_t rank, uint32_t local) const;

@@ -10,6 +10,7 @@
 
 #include "otf2_writer/clock_model.h"
 #include "otf2_writer/comm_map.h"
+#include "otf2_writer/conversion.h"
 #include "otf2_writer/function_info.h"
 #include "otf2_writer/otf2_open.h"
 #include "otf2_writer/output_files.h"
@@ -18,6 +19,12 @@
 
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
+using conv::Conversion;
+using conv::InvmwRegions;
+using conv::LocationOut;
+using conv::MetricDefs;
+using conv::Region;
+using conv::RegionTable;
 using trace::EventRecord;
 
 bool ConvertOptions::IsValid(std::string* error) const {
@@ -74,12 +81,6 @@ class Strings {
   std::vector<std::string> order_;
 };
 
-struct Region {
-  std::string name;
-  OTF2_RegionRole role;
-  OTF2_RegionFlag flags;
-};
-
 // A record of one thread that becomes one Enter..Leave (or a lone event), with the
 // completion/flush/cancel records that happened inside it.
 struct Unit {
@@ -90,48 +91,6 @@ struct Unit {
   std::vector<std::pair<uint64_t, uint64_t>> starts;
   // Counter values at the call's entry and exit (a kCounters record stored just before it).
   const trace::CounterRecord* counters = nullptr;
-};
-
-struct LocationOut {
-  uint64_t id = 0;
-  std::string name;
-  int32_t rank = 0;
-  uint64_t events = 0;
-  uint64_t first_global = UINT64_MAX, last_global = 0;
-  OTF2_LocationType type = OTF2_LOCATION_TYPE_CPU_THREAD;
-  std::vector<uint32_t> metric_classes;  // metric locations: the classes they record
-};
-
-// The sampler's metrics of all ranks: members shared across ranks (by name, unit and mode),
-// classes per distinct member set (OTF2 allows at most 255 members per class, so a larger set
-// is split into several classes, each written as its own Metric event per sample).
-struct MetricDefs {
-  struct Member {
-    std::string name, unit, description;
-    bool accumulated, hardware;
-  };
-  std::vector<Member> members;
-  std::map<std::string, uint32_t> member_of;
-  std::vector<std::vector<uint32_t>> classes;
-  std::vector<bool> synchronous;  // per class: per-call counters (else the sampler's series)
-  std::map<std::pair<std::vector<uint32_t>, bool>, uint32_t> class_of;
-
-  uint32_t MemberRef(const RawMetric& m) {
-    const std::string key = m.name + "\n" + m.unit + (m.accumulated ? "\na" : "\nb");
-    auto [it, added] = member_of.emplace(key, uint32_t(members.size()));
-    if (added)
-      members.push_back({m.name, m.unit, m.description, m.accumulated,
-                         m.source == "counters" && m.name.rfind("counters.PAPI_", 0) == 0});
-    return it->second;
-  }
-  uint32_t ClassRef(const std::vector<uint32_t>& set, bool sync = false) {
-    auto [it, added] = class_of.emplace(std::make_pair(set, sync), uint32_t(classes.size()));
-    if (added) {
-      classes.push_back(set);
-      synchronous.push_back(sync);
-    }
-    return it->second;
-  }
 };
 
 // Writes one rank's samples as asynchronous metrics on the rank's metric location. Stamps are
@@ -756,25 +715,10 @@ class RankWriter {
   std::unordered_map<uint64_t, ReqState> reqs_;
 };
 
-// Regions: one per function name across ranks, plus invmw's own.
-class RegionTable {
- public:
-  OTF2_RegionRef Ref(const std::string& n, OTF2_RegionRole role, OTF2_RegionFlag flags) {
-    auto [it, added] = region_of_.emplace(n, OTF2_RegionRef(regions_.size()));
-    if (added) regions_.push_back({n, role, flags});
-    return it->second;
-  }
-  const std::vector<Region>& regions() const { return regions_; }
+}  // namespace
 
- private:
-  std::vector<Region> regions_;
-  std::map<std::string, OTF2_RegionRef> region_of_;
-};
-
-// invmw's artificial regions, defined before any function so their references are fixed.
-struct InvmwRegions {
-  OTF2_RegionRef flush, pause, init;
-};
+// Shared with the parallel writer (conversion.h).
+namespace conv {
 
 InvmwRegions DefineInvmwRegions(RegionTable* regions) {
   InvmwRegions r;
@@ -784,21 +728,6 @@ InvmwRegions DefineInvmwRegions(RegionTable* regions) {
   r.init = regions->Ref("invmw:init", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_REGION_FLAG_NONE);
   return r;
 }
-
-// What the event pass over the ranks collects for the definitions, which OTF2 takes after all
-// events: regions, metrics, clocks and locations, and the result so far.
-struct Conversion {
-  std::string run_dir;
-  RawRun run;
-  CommMap comms;
-  RegionTable regions;
-  InvmwRegions invmw_regions;
-  MetricDefs metric_defs;
-  std::map<int32_t, ClockModel> clocks;
-  std::vector<LocationOut> locations;
-  std::vector<uint64_t> empty_locations;  // ranks that left no usable defs
-  ConvertResult result;
-};
 
 // The rank's clock model, and what its defs say about gaps in the trace.
 void TakeRankClockAndDrops(const RawRank& rank, Conversion* c) {
@@ -897,6 +826,11 @@ void WriteEvents(OTF2_Archive* archive, Conversion* c) {
 // Local definitions: each location's clock offsets, for readers to correct its timestamps.
 void WriteLocalDefs(OTF2_Archive* archive, Conversion* c) {
   Check(OTF2_Archive_OpenDefFiles(archive), "OpenDefFiles");
+  WriteLocationDefs(archive, c);
+  Check(OTF2_Archive_CloseDefFiles(archive), "CloseDefFiles");
+}
+
+void WriteLocationDefs(OTF2_Archive* archive, Conversion* c) {
   for (const LocationOut& l : c->locations) {
     OTF2_DefWriter* dw = OTF2_Archive_GetDefWriter(archive, l.id);
     if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
@@ -920,7 +854,6 @@ void WriteLocalDefs(OTF2_Archive* archive, Conversion* c) {
     if (!dw) throw std::runtime_error("OTF2_Archive_GetDefWriter failed");
     Check(OTF2_Archive_CloseDefWriter(archive, dw), "CloseDefWriter");
   }
-  Check(OTF2_Archive_CloseDefFiles(archive), "CloseDefFiles");
 }
 
 // The span of all events in the reference clock, and the wall-clock time of its start.
@@ -1201,7 +1134,7 @@ ConvertResult WriteArchive(const std::string& run_dir, const ConvertOptions& opt
   return c.result;
 }
 
-}  // namespace
+}  // namespace conv
 
 ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& options) {
   std::string error;
@@ -1216,7 +1149,7 @@ ConvertResult ConvertToOtf2(const std::string& run_dir, const ConvertOptions& op
   TempArchive temp(run_dir, options.archive_name);
   ConvertResult result;
   try {
-    result = WriteArchive(run_dir, options, temp.name());
+    result = conv::WriteArchive(run_dir, options, temp.name());
     if (const std::string w = temp.Replace(); !w.empty()) result.problems.push_back(w);
   } catch (const std::exception& e) {
     const std::string otf2 = TakeOtf2Error();

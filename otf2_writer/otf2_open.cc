@@ -48,6 +48,14 @@ const OTF2_FlushCallbacks kFlushCallbacks = {PreFlush, nullptr};
 
 OTF2_Archive* OpenArchiveForWriting(const std::string& dir, const std::string& name,
                                     uint64_t chunk_size_events, uint64_t chunk_size_defs) {
+  return OpenArchiveForCollectiveWriting(dir, name, chunk_size_events, chunk_size_defs, nullptr,
+                                         nullptr);
+}
+
+OTF2_Archive* OpenArchiveForCollectiveWriting(const std::string& dir, const std::string& name,
+                                              uint64_t chunk_size_events, uint64_t chunk_size_defs,
+                                              const OTF2_CollectiveCallbacks* collectives,
+                                              void* collective_data) {
   const std::string path = dir + "/" + name + ".otf2";
   KeepOtf2Errors();
   OTF2_Archive* archive =
@@ -57,7 +65,13 @@ OTF2_Archive* OpenArchiveForWriting(const std::string& dir, const std::string& n
   try {
     Check(OTF2_Archive_SetFlushCallbacks(archive, &kFlushCallbacks, nullptr), path,
           "SetFlushCallbacks");
-    Check(OTF2_Archive_SetSerialCollectiveCallbacks(archive), path, "SetSerialCollectiveCallbacks");
+    if (collectives)
+      Check(OTF2_Archive_SetCollectiveCallbacks(archive, collectives, collective_data, nullptr,
+                                                nullptr),
+            path, "SetCollectiveCallbacks");
+    else
+      Check(OTF2_Archive_SetSerialCollectiveCallbacks(archive), path,
+            "SetSerialCollectiveCallbacks");
     Check(OTF2_Pthread_Archive_SetLockingCallbacks(archive, nullptr), path,
           "Pthread_Archive_SetLockingCallbacks");
   } catch (...) {

@@ -26,6 +26,13 @@ namespace invmw::otf2 {
 OTF2_Archive* OpenArchiveForWriting(const std::string& dir, const std::string& name,
                                     uint64_t chunk_size_events, uint64_t chunk_size_defs);
 
+// The same with the given collective callbacks instead of the serial ones: every process of
+// the collective opens it, each writes its own locations (parallel_convert.h).
+OTF2_Archive* OpenArchiveForCollectiveWriting(const std::string& dir, const std::string& name,
+                                              uint64_t chunk_size_events, uint64_t chunk_size_defs,
+                                              const OTF2_CollectiveCallbacks* collectives,
+                                              void* collective_data);
+
 // Opens an anchor file (.otf2) for reading: serial collectives, pthread locks.
 OTF2_Reader* OpenArchiveForReading(const std::string& anchor_path);
 

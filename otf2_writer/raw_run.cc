@@ -335,6 +335,16 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
             [](const RawThread& a, const RawThread& b) { return a.index < b.index; });
 }
 
+bool LoadRankDefs(const std::string& run_dir, int32_t rank, RawRank* out,
+                  std::vector<std::string>* problems) {
+  if (!LoadDefs(fs::path(run_dir) / "raw" / DefsFileName(rank), out, problems)) return false;
+  if (out->rank != rank) {
+    problems->push_back("raw/" + DefsFileName(rank) + ": holds rank " + std::to_string(out->rank));
+    return false;
+  }
+  return true;
+}
+
 RawRun LoadRawRun(const std::string& run_dir, const LoadOptions& options) {
   RawRun run;
   run.dir = run_dir;

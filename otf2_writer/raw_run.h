@@ -96,6 +96,11 @@ RawRun LoadRawRun(const std::string& run_dir, const LoadOptions& options = {});
 bool ParseDefs(std::string_view text, const std::string& name, RawRank* rank,
                std::vector<std::string>* problems);
 
+// The defs file of one rank (raw/defs-R.jsonl), read and checked as LoadRawRun does; false
+// when it is missing or unusable, or holds another rank.
+bool LoadRankDefs(const std::string& run_dir, int32_t rank, RawRank* out,
+                  std::vector<std::string>* problems);
+
 // Loads (or reloads) the event files of one rank into rank->threads; problems are appended.
 void LoadRankEvents(const std::string& run_dir, RawRank* rank, std::vector<std::string>* problems);
 

@@ -34,6 +34,7 @@
 #include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/thread_state.h"
+#include "pmpi_wrap/trace_parallel.h"
 #include "pmpi_wrap/trace_runtime.h"
 #include "recording/io.h"
 #include "recording/raw_file.h"
@@ -826,41 +827,82 @@ void OnFinalize() {
       }
     }
   }
-  // The trace: every rank has drained its rings (TraceFinalize); rank 0 builds the archive.
+  // The trace: every rank has drained its rings (TraceFinalize). By default every rank writes
+  // its own locations (trace_parallel.h); rank 0 converts everything itself when asked to
+  // (INVMW_TRACE_WRITER=serial) or when the parallel writing fails on any rank.
   if (g.trace_on) {
     PMPI_Barrier(g.comm);
+    enum : int { kRefused = 0, kSerial = 1, kParallel = 2 };
+    int how = kSerial;
     if (g.rank == 0) {
       // The archive's names must be free: the OTF2 library would write through a link there.
       std::string taken;
       struct stat st;
       for (const char* name : {"traces.otf2", "traces.def", "traces"})
         if (lstat((g.output_dir + "/" + name).c_str(), &st) == 0) taken = g.output_dir + "/" + name;
-      // The converter reports unreadable input by throwing; the application's MPI_Finalize
-      // must return normally whatever happens here (`invmw trace recover` can retry).
       if (!taken.empty()) {
         OutputExists(taken.c_str());
         ++all_refused;
+        how = kRefused;
+      } else if (g.cfg.TRACE_WRITER == "serial") {
+        how = kSerial;
       } else {
-        try {
-          otf2::ConvertResult r = otf2::ConvertToOtf2(g.output_dir);
-          for (const auto& p : r.problems) Warn("trace: " + p);
-          if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET) {
-            std::fprintf(stderr, "invmw: trace written to %s (%llu events)\n", r.archive.c_str(),
-                         (unsigned long long)r.events_out);
-            if (const uint64_t raw = RawEventBytes(g.output_dir); raw > 0)
-              std::fprintf(stderr,
-                           "invmw: note: the raw trace it was built from stays in %s/raw "
-                           "(%.1f %s of events-*.bin, for `invmw trace recover`); the archive "
-                           "does not need it: rm %s/raw/events-*.bin\n",
-                           g.output_dir.c_str(),
-                           raw >= 1000000 ? double(raw) / 1e6 : double(raw) / 1e3,
-                           raw >= 1000000 ? "MB" : "kB", g.output_dir.c_str());
-          }
-        } catch (const std::exception& e) {
-          Warn(std::string("trace not converted: ") + e.what());
-        } catch (...) {
-          Warn("trace not converted: unexpected failure");
-        }
+        if (g.cfg.TRACE_WRITER != "parallel")
+          Warn("INVMW_TRACE_WRITER=" + g.cfg.TRACE_WRITER +
+               ": expected parallel or serial; using parallel");
+        how = kParallel;
+      }
+    }
+    // Every rank must choose the same way: a rank that missed rank 0's choice makes all of
+    // them leave the writing to rank 0.
+    const bool told = PMPI_Bcast(&how, 1, MPI_INT, 0, g.comm) == MPI_SUCCESS;
+    int mine = told ? how : kSerial, agreed = kSerial;
+    if (PMPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS)
+      agreed = kSerial;
+    if (g.rank == 0 && how == kRefused) agreed = kRefused;
+    auto report = [](const otf2::ConvertResult& r, const std::string& by) {
+      for (const auto& p : r.problems) Warn("trace: " + p);
+      if (!r.archive.empty() && !g.cfg.RUNTIME_QUIET) {
+        std::fprintf(stderr, "invmw: trace written to %s (%llu events%s)\n", r.archive.c_str(),
+                     (unsigned long long)r.events_out, by.c_str());
+        if (const uint64_t raw = RawEventBytes(g.output_dir); raw > 0)
+          std::fprintf(stderr,
+                       "invmw: note: the raw trace it was built from stays in %s/raw "
+                       "(%.1f %s of events-*.bin, for `invmw trace recover`); the archive "
+                       "does not need it: rm %s/raw/events-*.bin\n",
+                       g.output_dir.c_str(), raw >= 1000000 ? double(raw) / 1e6 : double(raw) / 1e3,
+                       raw >= 1000000 ? "MB" : "kB", g.output_dir.c_str());
+      }
+    };
+    bool written = false;
+    if (agreed == kParallel) {
+      otf2::ParallelResult pr;
+      try {  // nothing may escape into the application's MPI_Finalize
+        pr = WriteTraceInParallel(g.comm, g.output_dir, int(g.cfg.TRACE_TEST_PARALLEL_FAIL));
+      } catch (const std::exception& e) {
+        pr.ok = false;
+        pr.error = std::string("rank ") + std::to_string(g.rank) + ": " + e.what();
+      } catch (...) {
+        pr.ok = false;
+        pr.error = "rank " + std::to_string(g.rank) + ": unexpected failure";
+      }
+      if (g.rank == 0 && pr.ok) {
+        report(pr.result, ", written by " + std::to_string(g.world_size) + " ranks in parallel");
+        written = true;
+      } else if (g.rank == 0) {
+        Warn("trace: writing in parallel failed (" + pr.error +
+             "); rank 0 converts the raw files instead");
+      }
+    }
+    // The converter reports unreadable input by throwing; the application's MPI_Finalize
+    // must return normally whatever happens here (`invmw trace recover` can retry).
+    if (g.rank == 0 && agreed != kRefused && !written) {
+      try {
+        report(otf2::ConvertToOtf2(g.output_dir), "");
+      } catch (const std::exception& e) {
+        Warn(std::string("trace not converted: ") + e.what());
+      } catch (...) {
+        Warn("trace not converted: unexpected failure");
       }
     }
   }
