@@ -19,6 +19,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev            # fuzz targets (scripts/fuzz.sh): libFuzzer, ASan, UBSan
   libsimgrid-dev                         # smpicc/smpirun: SMPI round trip of platform export
   lammps lammps-examples                 # a real application (replay and model-search designs)
+  libdw-dev                              # call-site resolution (callsites/, e2e.callsites.*)
 )
 
 missing=()
