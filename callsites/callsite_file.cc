@@ -99,7 +99,8 @@ bool ParseRankFile(const std::string& text, RankFile* out, std::string* error) {
       if (w != "-") m.build_id = w;
       while (pos < line.size() && line[pos] == ' ') ++pos;
       m.path = line.substr(pos);
-      if (m.path.empty() || m.path[0] != '/') return fail("mapping path: expected an absolute path");
+      if (m.path.empty() || m.path[0] != '/')
+        return fail("mapping path: expected an absolute path");
       out->snapshots.back().maps.push_back(std::move(m));
       continue;
     }

@@ -29,7 +29,9 @@ struct Merged {
 };
 
 json FrameJson(const Frame& f) {
-  json j = {{"location", f.Label()}, {"resolved", f.how}, {"object", f.object},
+  json j = {{"location", f.Label()},
+            {"resolved", f.how},
+            {"object", f.object},
             {"object_offset", f.offset}};
   if (!f.function.empty()) {
     j["symbol"] = f.function;
@@ -139,8 +141,12 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
       mx = std::max(mx, r.max_s);
       tmin = std::min(tmin, r.time_s);
       tmax = std::max(tmax, r.time_s);
-      per.push_back({{"rank", rank}, {"calls", r.calls}, {"time_s", r.time_s},
-                     {"bytes_sent", r.sent}, {"bytes_recv", r.recv}, {"max_call_s", r.max_s}});
+      per.push_back({{"rank", rank},
+                     {"calls", r.calls},
+                     {"time_s", r.time_s},
+                     {"bytes_sent", r.sent},
+                     {"bytes_recv", r.recv},
+                     {"max_call_s", r.max_s}});
     }
     j["calls"] = calls;
     j["bytes_sent"] = sent;
@@ -148,8 +154,7 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
     j["time_s"] = t;
     j["max_call_s"] = mx;
     j["ranks"] = m.ranks.size();
-    j["time_across_ranks_s"] = {
-        {"min", tmin}, {"mean", t / double(m.ranks.size())}, {"max", tmax}};
+    j["time_across_ranks_s"] = {{"min", tmin}, {"mean", t / double(m.ranks.size())}, {"max", tmax}};
     j["per_rank"] = per;
     rows.push_back({t, j});
   }
@@ -163,8 +168,12 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
   }
   json un = json::array();
   for (const auto& [fn, r] : unattributed)
-    un.push_back({{"function", fn}, {"calls", r.calls}, {"time_s", r.time_s},
-                  {"bytes_sent", r.sent}, {"bytes_recv", r.recv}, {"max_call_s", r.max_s}});
+    un.push_back({{"function", fn},
+                  {"calls", r.calls},
+                  {"time_s", r.time_s},
+                  {"bytes_sent", r.sent},
+                  {"bytes_recv", r.recv},
+                  {"max_call_s", r.max_s}});
   json notes = json::array();
   for (const auto& n : resolver.notes()) notes.push_back(n);
   *out = {{"depth", depth},

@@ -87,7 +87,8 @@ __attribute__((noinline)) uint64_t ReturnAddressOfMyCaller() {
 }
 
 TEST(Resolver, ResolvesAReturnAddressToItsLine) {
-  const uint64_t pc = ReturnAddressOfMyCaller(); const int line = __LINE__;
+  const uint64_t pc = ReturnAddressOfMyCaller();
+  const int line = __LINE__;
   char path[] = "/tmp/invmw-callsites-test-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);

@@ -52,8 +52,8 @@ std::string Frame::Label() const {
 struct Resolver::Object {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
-  bool exec = false;     // ET_EXEC: addresses are absolute
-  uint64_t low = 0;      // the module's start as reported (base 0)
+  bool exec = false;  // ET_EXEC: addresses are absolute
+  uint64_t low = 0;   // the module's start as reported (base 0)
   bool dwarf = false;
   bool usable = false;
   ~Object() {
@@ -70,9 +70,8 @@ Resolver::Object* Resolver::Open(const std::string& path, const std::string& bui
   if (it != objects_.end()) return it->second.get();
   auto o = std::make_unique<Object>();
   static char* debuginfo_path = nullptr;
-  static const Dwfl_Callbacks callbacks = {
-      dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, dwfl_offline_section_address,
-      &debuginfo_path};
+  static const Dwfl_Callbacks callbacks = {dwfl_build_id_find_elf, dwfl_standard_find_debuginfo,
+                                           dwfl_offline_section_address, &debuginfo_path};
   o->dwfl = dwfl_begin(&callbacks);
   if (o->dwfl) {
     dwfl_report_begin(o->dwfl);
@@ -99,7 +98,8 @@ Resolver::Object* Resolver::Open(const std::string& path, const std::string& bui
       o->low = start;
       o->dwarf = dwfl_module_getdwarf(o->mod, &bias) != nullptr;
       if (!o->dwarf)
-        notes_.push_back(path + ": no debug information; its call sites are given as "
+        notes_.push_back(path +
+                         ": no debug information; its call sites are given as "
                          "symbol+offset (build with -g, or install its -dbgsym package)");
     }
   }

@@ -42,7 +42,7 @@ class Call {
       ts_->site_pcs[0] = reinterpret_cast<uint64_t>(ra);
       ts_->site_n = 1;
       if (__builtin_expect(g_callsite_depth > 1, 0) && ra)
-        CallSitesCaptureDeep(ts_, reinterpret_cast<uint64_t>(ra));
+        CallSitesCaptureDeep(ts_, reinterpret_cast<uint64_t>(ra), fortran);
     }
     if (__builtin_expect(ts_->counter_fd >= 0, 0))
       ReadCallCounters(ts_->counter_fd, ts_->counter_n, ts_->counters_enter);

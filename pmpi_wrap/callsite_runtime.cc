@@ -17,6 +17,15 @@ namespace invmw::wrap {
 
 int g_callsite_depth = 0;
 
+}  // namespace invmw::wrap
+
+extern "C" {
+__attribute__((visibility("hidden"))) __thread uintptr_t invmw_app_fp
+    __attribute__((tls_model("initial-exec")));
+}
+
+namespace invmw::wrap {
+
 namespace {
 
 int g_fd = -1;
@@ -75,10 +84,11 @@ void CallSitesAttach(ThreadState* ts) {
     ts->stack_lo = ts->stack_hi = 0;
 }
 
-void CallSitesCaptureDeep(ThreadState* ts, uint64_t ra) {
-  if (g_frame_pointers)
-    ts->site_n = uint32_t(recording::FramePointerCallSite(ra, ts->site_pcs, g_callsite_depth,
-                                                          ts->stack_lo, ts->stack_hi));
+void CallSitesCaptureDeep(ThreadState* ts, uint64_t ra, bool fortran) {
+  // The frame pointer is left by the x86-64 C entry stubs only; Fortran entries unwind.
+  if (g_frame_pointers && !fortran && ts->stack_hi)
+    ts->site_n = uint32_t(recording::FramePointerCallSite(
+        ra, invmw_app_fp, ts->site_pcs, g_callsite_depth, ts->stack_lo, ts->stack_hi));
   else
     ts->site_n = uint32_t(recording::UnwindCallSite(ra, ts->site_pcs, g_callsite_depth));
 }

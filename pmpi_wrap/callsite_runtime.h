@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+// The application's frame pointer (rbp) at its latest call of a C entry, stored by the x86-64
+// entry stubs (gen_wrappers.py) for the frame-pointer walk (INVMW_WRAP_CALLSITE_UNWIND=fp).
+extern "C" __thread uintptr_t invmw_app_fp;
+
 namespace invmw::wrap {
 
 struct ThreadState;
@@ -20,7 +24,7 @@ void CallSitesInit();
 // A thread's first call: its table (nothing when call sites are off or memory is short).
 void CallSitesAttach(ThreadState* ts);
 // Frames 2..depth above the return address ra (depth >= 2), into ts->site_pcs.
-void CallSitesCaptureDeep(ThreadState* ts, uint64_t ra);
+void CallSitesCaptureDeep(ThreadState* ts, uint64_t ra, bool fortran);
 // A site seen for the first time by its thread: new mappings are recorded when its address lies
 // in no object known so far.
 void CallSitesNewSite(uint64_t pc);

@@ -442,6 +442,9 @@ def entry_stubs(entries, protos):
     out = ['', '#if defined(__x86_64__)', 'asm(".text\\n"']
     for name, kind, _, _ in entries:
         out.append(f'    ".globl {name}\\n.type {name},@function\\n.p2align 4\\n{name}:\\n"')
+        # rbp is still the application's here: kept for the frame-pointer walk (r11 is
+        # scratch at a call, and not an argument register even of variadic functions).
+        out.append('    "  movq invmw_app_fp@gottpoff(%rip), %r11\\n  movq %rbp, %fs:(%r11)\\n"')
         out.append(f'    "  cmpb $0, invmw_mpi_mismatch(%rip)\\n  jne 1f\\n  jmp invmw_c_{name}\\n"')
         out.append(f'    "1: jmp *P{name}@GOTPCREL(%rip)\\n.size {name}, .-{name}\\n"')
     out.append(');')

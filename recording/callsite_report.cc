@@ -32,12 +32,12 @@ void RenderCallSites(const json& p, std::ostringstream& os) {
   for (const auto& s : sites) total += Get(s, "time_s", 0.0);
   for (const auto& u : c.value("unattributed", json::array())) total += Get(u, "time_s", 0.0);
   char line[640];
-  os << "\nMPI call sites (" << sites.size() << " sites from " << c.value("ranks", 0)
-     << " ranks, " << c.value("depth", 0) << " frame(s) each; site % = share of all MPI time "
+  os << "\nMPI call sites (" << sites.size() << " sites from " << c.value("ranks", 0) << " ranks, "
+     << c.value("depth", 0) << " frame(s) each; site % = share of all MPI time "
      << "at call sites; min/mean/max = a rank's time at the site over the ranks that used it)\n";
-  std::snprintf(line, sizeof line, "%4s %-22s %-40s %10s %11s %7s %11s %11s %11s %12s %12s\n",
-                "id", "function", "location", "calls", "time_s", "site%", "min_rank_s",
-                "mean_rank_s", "max_rank_s", "bytes_sent", "bytes_recv");
+  std::snprintf(line, sizeof line, "%4s %-22s %-40s %10s %11s %7s %11s %11s %11s %12s %12s\n", "id",
+                "function", "location", "calls", "time_s", "site%", "min_rank_s", "mean_rank_s",
+                "max_rank_s", "bytes_sent", "bytes_recv");
   os << "Top call sites by time\n" << line;
   for (size_t i = 0; i < sites.size() && i < kTopSites; ++i) {
     const json& s = sites[i];
@@ -90,7 +90,8 @@ void RenderCallSites(const json& p, std::ostringstream& os) {
   if (!un.empty()) {
     os << "Unattributed (the call-site table was full: raise INVMW_WRAP_CALLSITE_SLOTS)\n";
     for (const auto& u : un) {
-      std::snprintf(line, sizeof line, "  %-22s %10llu calls %11.6f s %12llu B sent %12llu B recv\n",
+      std::snprintf(line, sizeof line,
+                    "  %-22s %10llu calls %11.6f s %12llu B sent %12llu B recv\n",
                     Get<std::string>(u, "function", "").c_str(),
                     (unsigned long long)Get<uint64_t>(u, "calls", 0), Get(u, "time_s", 0.0),
                     (unsigned long long)Get<uint64_t>(u, "bytes_sent", 0),
@@ -103,8 +104,8 @@ void RenderCallSites(const json& p, std::ostringstream& os) {
   for (const auto& n : c.value("problems", json::array()))
     if (n.is_string()) os << "  problem: " << n.get<std::string>() << "\n";
   if (!c.value("ranks_incomplete", json::array()).empty())
-    os << "  ranks without MPI_Finalize (no call-site table): "
-       << c["ranks_incomplete"].dump() << "\n";
+    os << "  ranks without MPI_Finalize (no call-site table): " << c["ranks_incomplete"].dump()
+       << "\n";
 }
 
 }  // namespace invmw::profile

@@ -24,8 +24,8 @@ CallSiteTable* CallSiteTable::Create(uint32_t capacity, uint32_t num_funcs) {
   auto* t = static_cast<CallSiteTable*>(std::calloc(1, sizeof(CallSiteTable)));
   if (!t) return nullptr;
   t->entries_ = static_cast<CallSiteEntry*>(std::calloc(cap, sizeof(CallSiteEntry)));
-  t->unattributed_ =
-      static_cast<CallSiteCounters*>(std::calloc(num_funcs ? num_funcs : 1, sizeof(CallSiteCounters)));
+  t->unattributed_ = static_cast<CallSiteCounters*>(
+      std::calloc(num_funcs ? num_funcs : 1, sizeof(CallSiteCounters)));
   if (!t->entries_ || !t->unattributed_) {
     std::free(t->entries_);
     std::free(t->unattributed_);
@@ -55,8 +55,9 @@ _Unwind_Reason_Code UnwindStep(struct _Unwind_Context* ctx, void* arg) {
     if (ip != s->first) return _URC_NO_REASON;
     s->found = true;
   }
+  if (ip == 0) return _URC_END_OF_STACK;
   s->pcs[s->n++] = ip;
-  return s->n >= s->max || ip == 0 ? _URC_END_OF_STACK : _URC_NO_REASON;
+  return s->n >= s->max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
 }  // namespace
@@ -71,33 +72,23 @@ int UnwindCallSite(uint64_t first, uint64_t* pcs, int max) {
   return s.n;
 }
 
-int FramePointerCallSite(uint64_t first, uint64_t* pcs, int max, uintptr_t lo, uintptr_t hi) {
+int FramePointerCallSite(uint64_t first, uintptr_t app_fp, uint64_t* pcs, int max, uintptr_t lo,
+                         uintptr_t hi) {
   pcs[0] = first;
   int n = 1;
-  // The wrapper's own frames have no frame pointer chain we can trust (invmw is built with
-  // -fomit-frame-pointer); the application's are found from the frame that holds `first` as its
-  // return address: scan upwards from our frame for it, then follow rbp links from there.
-  auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
-  uintptr_t p = reinterpret_cast<uintptr_t>(fp);
-  if (p < lo || p >= hi) return n;
-  // Bounded scan for the stored return address (a few kilobytes of wrapper frames at most).
-  uintptr_t* slot = nullptr;
-  for (uintptr_t a = p; a + sizeof(uintptr_t) <= hi && a < p + 4096; a += sizeof(uintptr_t))
-    if (*reinterpret_cast<uintptr_t*>(a) == first) {
-      slot = reinterpret_cast<uintptr_t*>(a);
-      break;
-    }
-  if (!slot) return n;
-  // [slot - 1] is the caller-saved rbp of the application frame that called MPI.
-  uintptr_t frame = slot[-1];
+  // Every frame must lie inside this thread's stack, above the current one, aligned, and the
+  // chain must go up: a function without a frame pointer leaves any value in rbp, and the walk
+  // then stops (or records a wrong frame) but never reads outside the stack.
+  uintptr_t here = reinterpret_cast<uintptr_t>(&here);
+  uintptr_t frame = app_fp;
   while (n < max) {
-    if (frame < reinterpret_cast<uintptr_t>(slot) || frame + 2 * sizeof(uintptr_t) > hi ||
-        frame < lo || (frame & (sizeof(uintptr_t) - 1)))
+    if (frame <= here || frame < lo || frame + 2 * sizeof(uintptr_t) > hi ||
+        (frame & (sizeof(uintptr_t) - 1)))
       break;
     const uintptr_t* f = reinterpret_cast<const uintptr_t*>(frame);
     if (f[1] == 0) break;
     pcs[n++] = f[1];
-    if (f[0] <= frame) break;  // the chain must go up the stack
+    if (f[0] <= frame) break;
     frame = f[0];
   }
   return n;

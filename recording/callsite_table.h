@@ -42,8 +42,8 @@ class CallSiteTable {
 
   // The hot path: no allocation, no lock, no system call. pcs[0..depth) with depth >= 1.
   // Returns true when the site had no slot before (the caller may check its address).
-  inline bool Add(uint32_t func, const uint64_t* pcs, uint32_t depth, uint64_t ticks,
-                  uint64_t sent, uint64_t recv) {
+  inline bool Add(uint32_t func, const uint64_t* pcs, uint32_t depth, uint64_t ticks, uint64_t sent,
+                  uint64_t recv) {
     uint64_t h = func * 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < depth; ++i) h = (h ^ pcs[i]) * 0xff51afd7ed558ccdull;
     h ^= h >> 29;
@@ -97,8 +97,10 @@ class CallSiteTable {
 // Up to max frames of the calling thread's stack above the frame whose return address is
 // `first` (found by _Unwind_Backtrace), first included; 1 (just `first`) when it is not found.
 int UnwindCallSite(uint64_t first, uint64_t* pcs, int max);
-// The same with a frame-pointer walk bounded by the thread's stack [lo, hi).
-int FramePointerCallSite(uint64_t first, uint64_t* pcs, int max, uintptr_t lo, uintptr_t hi);
+// The same with a frame-pointer walk from app_fp, the application's frame pointer at its call
+// (rbp as the exported entry found it), bounded by the thread's stack [lo, hi).
+int FramePointerCallSite(uint64_t first, uintptr_t app_fp, uint64_t* pcs, int max, uintptr_t lo,
+                         uintptr_t hi);
 // The calling thread's stack bounds; false when unknown.
 bool ThreadStackBounds(uintptr_t* lo, uintptr_t* hi);
 

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     for (i = 0; i < 3; ++i) MPI_Send(buf, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD); /* SITE MPI_Send calls=3 sent=24 */
     MPI_Send(buf, 16, MPI_CHAR, 1, 0, MPI_COMM_WORLD); /* SITE MPI_Send calls=1 sent=16 */
-    lib_send(buf, 32, 1);
+    lib_send(buf, 32, 1); /* CALLER of lib_send */
   } else if (rank == 1) {
     for (i = 0; i < 4; ++i) MPI_Recv(buf, 64, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* SITE MPI_Recv calls=4 recv=40 */
     MPI_Recv(buf, 64, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* SITE MPI_Recv calls=1 recv=32 */

@@ -12,6 +12,9 @@ symbol+offset sites (resolved "symbol") of the program, as many as the markers, 
 call and byte totals, and the profile must say that debug information is missing.
 --overflow: the call-site table is too small (INVMW_WRAP_CALLSITE_SLOTS); unattributed calls
 must be counted, reported in profile.txt, and the per-function totals must stay exact.
+--depth N (N >= 2, INVMW_WRAP_CALLSITE_DEPTH): every marked site has N frames or fewer (the
+stack may end sooner) and at least 2, and the site in c_callsites_lib.c has as second frame the
+line marked "CALLER of lib_send".
 --via run: started by `invmw run` (its finish step resolves); --via profile: plain launcher with
 the preload, then `invmw profile --json DIR` resolves.
 """
@@ -70,6 +73,7 @@ def main():
     ap.add_argument('--source', action='append', default=[])
     ap.add_argument('--nodebug')
     ap.add_argument('--overflow', action='store_true')
+    ap.add_argument('--depth', type=int, default=1)
     ap.add_argument('--env', action='append', default=[])
     ap.add_argument('program')
     ap.add_argument('args', nargs='*')
@@ -163,6 +167,22 @@ def main():
             if not any(m['line'] == s['line'] and m['function'] == s['function'] and
                        m['file'] == os.path.basename(s['file']) for m in with_lines):
                 fail(f'{s["function"]} attributed to {s["location"]}, which has no SITE marker')
+
+    if a.depth > 1:
+        for m in with_lines:
+            s = [s for s in sites if s['function'] == m['function'] and s.get('line') == m['line']
+                 and os.path.basename(s.get('file', '')) == m['file']][0]
+            fr = s.get('frames', [])
+            if not 2 <= len(fr) <= a.depth:
+                fail(f'{s["location"]}: {len(fr)} frames at depth {a.depth}')
+            if m['file'] == 'c_callsites_lib.c':
+                caller = [i for i, l in enumerate(open(next(x for x in a.source if
+                          x.endswith('c_callsites.c'))), 1) if 'CALLER of lib_send' in l][0]
+                if os.path.basename(fr[1].get('file', '')) != 'c_callsites.c' or \
+                        fr[1].get('line') != caller:
+                    fail(f'{s["location"]}: second frame {fr[1]["location"]}, expected '
+                         f'c_callsites.c:{caller}')
+                print(f'[check_callsites] ok: path ' + ' <- '.join(f['location'] for f in fr))
 
     if nodebug:
         prog = os.path.realpath(a.program)
