@@ -1,6 +1,8 @@
 #include "callsites/resolve.h"
 
 #include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
@@ -38,6 +40,34 @@ std::string BuildIdHex(Dwfl_Module* m) {
     s += b;
   }
   return s;
+}
+
+// A relative source name made absolute with its compilation unit's directory, "." and ".."
+// removed lexically (file names as the compiler saw them, not as they are now).
+std::string SourcePath(const char* file, Dwfl_Line* l) {
+  std::string f = file;
+  if (f.empty() || f[0] == '/') return f;
+  Dwarf_Die* cu = dwfl_linecu(l);
+  Dwarf_Attribute a;
+  const char* dir = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)) : nullptr;
+  if (!dir || dir[0] != '/') return f;
+  std::vector<std::string> parts;
+  const std::string joined = std::string(dir) + "/" + f;
+  size_t at = 0;
+  while (at <= joined.size()) {
+    size_t e = joined.find('/', at);
+    if (e == std::string::npos) e = joined.size();
+    const std::string p = joined.substr(at, e - at);
+    if (p == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!p.empty() && p != ".") {
+      parts.push_back(p);
+    }
+    at = e + 1;
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
 }
 
 }  // namespace
@@ -142,7 +172,7 @@ Frame Resolver::Resolve(const RankFile& f, uint64_t pc) {
       int line = 0;
       const char* file = dwfl_lineinfo(l, nullptr, &line, nullptr, nullptr, nullptr);
       if (file && line > 0) {
-        fr.file = file;
+        fr.file = SourcePath(file, l);
         fr.line = line;
         fr.how = "line";
       }
