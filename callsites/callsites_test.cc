@@ -87,8 +87,8 @@ __attribute__((noinline)) uint64_t ReturnAddressOfMyCaller() {
 }
 
 TEST(Resolver, ResolvesAReturnAddressToItsLine) {
+  const int line = __LINE__ + 1;
   const uint64_t pc = ReturnAddressOfMyCaller();
-  const int line = __LINE__;
   char path[] = "/tmp/invmw-callsites-test-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -130,6 +130,37 @@ TEST(CallSiteTable, OverflowGoesToTheFunctionsUnattributedRow) {
   EXPECT_EQ(in_table + t->unattributed(1).calls, calls);
   EXPECT_EQ(t->unattributed(1).calls, (100u - 16u) * 2);
   EXPECT_EQ(t->unattributed(1).bytes_sent, (100u - 16u) * 16);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(FramePointerWalk, StaysInsideTheStack) {
+  uintptr_t lo = 0, hi = 0;
+  ASSERT_TRUE(recording::ThreadStackBounds(&lo, &hi));
+  uint64_t pcs[8];
+  // Values a function without frame pointers may leave in rbp: the walk records the first frame
+  // only and reads nothing outside [lo, hi).
+  const uintptr_t bad[] = {0, 1, lo - 16, hi, hi - 8, lo + 3, ~uintptr_t(0) - 15};
+  for (uintptr_t fp : bad) {
+    EXPECT_EQ(recording::FramePointerCallSite(0x1234, fp, pcs, 8, lo, hi), 1) << fp;
+    EXPECT_EQ(pcs[0], 0x1234u);
+  }
+  // A chain built on this stack: two frames above this one, then the end (a zero link).
+  uintptr_t chain[6] = {0, 0, 0, 0, 0, 0};
+  chain[0] = reinterpret_cast<uintptr_t>(&chain[2]);
+  chain[1] = 0xaaaa;
+  chain[2] = reinterpret_cast<uintptr_t>(&chain[4]);
+  chain[3] = 0xbbbb;
+  chain[4] = 0;  // a link that does not go up the stack ends the walk
+  chain[5] = 0xcccc;
+  const int n =
+      recording::FramePointerCallSite(0x1234, reinterpret_cast<uintptr_t>(chain), pcs, 8, lo, hi);
+  ASSERT_EQ(n, 4);
+  EXPECT_EQ(pcs[1], 0xaaaau);
+  EXPECT_EQ(pcs[2], 0xbbbbu);
+  EXPECT_EQ(pcs[3], 0xccccu);
 }
 
 }  // namespace

@@ -82,8 +82,8 @@ int FramePointerCallSite(uint64_t first, uintptr_t app_fp, uint64_t* pcs, int ma
   uintptr_t here = reinterpret_cast<uintptr_t>(&here);
   uintptr_t frame = app_fp;
   while (n < max) {
-    if (frame <= here || frame < lo || frame + 2 * sizeof(uintptr_t) > hi ||
-        (frame & (sizeof(uintptr_t) - 1)))
+    if (frame <= here || frame < lo || hi - lo < 2 * sizeof(uintptr_t) ||
+        frame > hi - 2 * sizeof(uintptr_t) || (frame & (sizeof(uintptr_t) - 1)))
       break;
     const uintptr_t* f = reinterpret_cast<const uintptr_t*>(frame);
     if (f[1] == 0) break;
