@@ -105,6 +105,14 @@ inline bool IsRawFileName(const std::string& n) {
   return false;
 }
 
+// The per-rank call-site files: callsites/rank-000003.txt (pmpi_wrap, docs/callsites.md).
+inline bool IsCallSiteFileName(const std::string& n) {
+  if (n.compare(0, 5, "rank-") != 0 || n.size() < 10) return false;
+  size_t i = 5;
+  while (i < n.size() && std::isdigit(static_cast<unsigned char>(n[i]))) ++i;
+  return i > 5 && n.substr(i) == ".txt";
+}
+
 // An OTF2 archive's per-location files: traces/<location>.evt and .def.
 inline bool IsArchiveFileName(const std::string& n) {
   const size_t dot = n.find('.');
@@ -150,7 +158,8 @@ inline void ListOwnFiles(const std::string& dir, const char* sub, bool (*ok)(con
 
 // Removes the earlier run in dir so that a new run can use it: only the files invmw itself
 // writes there (meta.json, profile.json, profile.txt, the OTF2 archive traces.otf2, traces.def
-// and traces/, and invmw's files in raw/), then the emptied raw/ and traces/. Links are
+// and traces/, invmw's files in raw/ and callsites/), then the emptied raw/, traces/ and
+// callsites/. Links are
 // removed, never followed. Anything else in raw/ or traces/ (a file of the user) stops the
 // replacement before anything is removed: false with *error naming it. Other entries of dir
 // (the user's files, collect/) stay.
@@ -165,6 +174,8 @@ inline bool RemoveEarlierRun(const std::string& dir, std::string* error) {
       problems.push_back(std::string(f) + " is a directory");
   ListOwnFiles(dir, "raw", IsRawFileName, &raw, &problems);
   ListOwnFiles(dir, "traces", IsArchiveFileName, &archive, &problems);
+  std::vector<std::string> callsites;
+  ListOwnFiles(dir, "callsites", IsCallSiteFileName, &callsites, &problems);
   if (!problems.empty()) {
     std::string list;
     for (size_t i = 0; i < problems.size() && i < 5; ++i) list += (i ? "; " : "") + problems[i];
@@ -184,9 +195,11 @@ inline bool RemoveEarlierRun(const std::string& dir, std::string* error) {
     if (!remove(dir + "/raw/" + n)) return false;
   for (const auto& n : archive)
     if (!remove(dir + "/traces/" + n)) return false;
+  for (const auto& n : callsites)
+    if (!remove(dir + "/callsites/" + n)) return false;
   for (const char* f : kFiles)
     if (!remove(dir + "/" + f)) return false;
-  for (const char* sub : {"raw", "traces"}) {
+  for (const char* sub : {"raw", "traces", "callsites"}) {
     const std::string p = dir + "/" + sub;
     if (rmdir(p.c_str()) != 0 && errno != ENOENT) {
       *error = p + ": cannot be removed: " + std::strerror(errno);

@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "otf2_writer/converter.h"
+#include "callsites/callsites.h"
 #include "recording/profile_report.h"
 #include "pvm_wrap/merge.h"
 
@@ -107,6 +108,19 @@ void RecoverTrace(const FinishOptions& o) {
   }
 }
 
+// The call sites the ranks recorded, resolved now that the job is over (costs it nothing).
+void AddCallSites(const FinishOptions& o) {
+  std::string err;
+  bool attached = false;
+  std::vector<std::string> problems;
+  const bool ok = callsites::AttachToProfile(o.out, &attached, &err, &problems);
+  for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
+  if (!ok)
+    std::fprintf(stderr, "invmw: warning: call sites not added to the profile: %s\n", err.c_str());
+  else if (attached && !o.quiet)
+    std::fprintf(stderr, "invmw: call sites resolved into %s/profile.txt\n", o.out.c_str());
+}
+
 }  // namespace
 
 void FinishRun(const FinishOptions& o, int status) {
@@ -116,6 +130,7 @@ void FinishRun(const FinishOptions& o, int status) {
   // (A profile the ranks wrote was announced by rank 0.)
   if (has_profile && !ranks_wrote_profile && !o.quiet)
     std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", o.out.c_str());
+  if (has_profile) AddCallSites(o);
   RecoverTrace(o);
 }
 

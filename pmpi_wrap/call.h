@@ -18,6 +18,8 @@
 #include "pmpi_wrap/runtime.h"
 #include "pmpi_wrap/scratch.h"
 #include "pmpi_wrap/call_counters.h"
+#include "pmpi_wrap/callsite_runtime.h"
+#include "recording/callsite_table.h"
 #include "pmpi_wrap/thread_state.h"
 #include "recording/trace_buffer.h"
 #include "pmpi_wrap/trace_runtime.h"
@@ -26,13 +28,22 @@ namespace invmw::wrap {
 
 class Call {
  public:
-  explicit Call(FuncId f, bool fortran = false) : f_(f) {
+  // ra: the return address in the application, taken by the exported C or Fortran entry
+  // (__builtin_return_address there), so a call MPICH's Fortran layer makes to the C API is
+  // attributed through the Fortran entry, which holds tls_in_call.
+  explicit Call(FuncId f, bool fortran = false, const void* ra = nullptr) : f_(f) {
     (void)fortran;
     if (tls_in_call || !g.record[f].load(std::memory_order_relaxed)) return;
     ts_ = CurrentThread();
     if (!ts_) return;
     tls_in_call = true;
     on_ = true;
+    if (ts_->sites) {
+      ts_->site_pcs[0] = reinterpret_cast<uint64_t>(ra);
+      ts_->site_n = 1;
+      if (__builtin_expect(g_callsite_depth > 1, 0) && ra)
+        CallSitesCaptureDeep(ts_, reinterpret_cast<uint64_t>(ra), fortran);
+    }
     if (__builtin_expect(ts_->counter_fd >= 0, 0))
       ReadCallCounters(ts_->counter_fd, ts_->counter_n, ts_->counters_enter);
     t0_ = clock::Ticks();
@@ -306,6 +317,9 @@ class Call {
     if (dirs & kAuto) dirs |= (sent ? kSends : 0) | (recv ? kRecvs : 0);
     if (!(dirs & kNoBin)) Bin(s, sent, recv, dirs);
     t1_ = t0_ + dt;
+    if (ts_->sites &&
+        __builtin_expect(ts_->sites->Add(f_, ts_->site_pcs, ts_->site_n, dt, sent, recv), 0))
+      CallSitesNewSite(ts_->site_pcs[0]);
   }
 
   FuncId f_;

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/verb.h"
+#include "callsites/callsites.h"
 #include "recording/profile_report.h"
 
 namespace invmw::cli {
@@ -24,7 +25,9 @@ int ProfileCmd(int argc, char** argv) {
             "Prints the profile of the run whose experiment directory is DIR (profile.txt, or\n"
             "profile.json with --json). When DIR has no profile yet because the job ended\n"
             "without MPI_Finalize, the profile is first built from the per-rank data under\n"
-            "DIR/raw/ and marked incomplete. --merge rebuilds it from raw/ even if it exists.");
+            "DIR/raw/ and marked incomplete. --merge rebuilds it from raw/ even if it exists.\n"
+            "Call sites the ranks recorded (DIR/callsites/) are resolved to file:line and\n"
+            "added as profile.json's \"callsites\" and profile.txt's call-site tables.");
   args.Flag("--json", &json_out, "print profile.json instead of the text report")
       .Flag("--merge", &merge, "rebuild the profile from DIR/raw/ first")
       .Positional("DIR", &pos, 1, 1);
@@ -40,6 +43,15 @@ int ProfileCmd(int argc, char** argv) {
     for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
     if (!ok) return Fail(err);
     std::fprintf(stderr, "invmw: built the profile of %s from %d rank dump(s)\n", dir.c_str(), n);
+  }
+  // Call sites are resolved here, after the run, where it costs the application nothing.
+  {
+    std::string err;
+    bool attached = false;
+    std::vector<std::string> problems;
+    const bool ok = callsites::AttachToProfile(dir, &attached, &err, &problems, merge);
+    for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
+    if (!ok) std::fprintf(stderr, "invmw: warning: call sites not added: %s\n", err.c_str());
   }
   std::ifstream in(dir + (json_out ? "/profile.json" : "/profile.txt"));
   if (!in) return Fail(dir + ": cannot read the profile");

@@ -436,10 +436,15 @@ def entry_stubs(entries, protos):
     """The exported MPI_X symbols. On x86-64 each is a two-way jump: to invmw_c_MPI_X, or, when
     the library was preloaded into a program of another MPI, straight to that MPI's PMPI_X with
     registers and stack untouched (handle types differ in width between MPIs, so a C-level
-    pass-through would truncate them). Elsewhere a plain C forwarder."""
+    pass-through would truncate them). Elsewhere a plain C forwarder. Being a jump, the stub
+    leaves the application's return address for invmw_c_MPI_X's __builtin_return_address(0),
+    its call site (INVMW_WRAP_CALLSITE_DEPTH)."""
     out = ['', '#if defined(__x86_64__)', 'asm(".text\\n"']
     for name, kind, _, _ in entries:
         out.append(f'    ".globl {name}\\n.type {name},@function\\n.p2align 4\\n{name}:\\n"')
+        # rbp is still the application's here: kept for the frame-pointer walk (r11 is
+        # scratch at a call, and not an argument register even of variadic functions).
+        out.append('    "  movq invmw_app_fp@gottpoff(%rip), %r11\\n  movq %rbp, %fs:(%r11)\\n"')
         out.append(f'    "  cmpb $0, invmw_mpi_mismatch(%rip)\\n  jne 1f\\n  jmp invmw_c_{name}\\n"')
         out.append(f'    "1: jmp *P{name}@GOTPCREL(%rip)\\n.size {name}, .-{name}\\n"')
     out.append(');')
@@ -558,7 +563,7 @@ def gen(args):
         # C wrapper
         cvars = {r: argnames[idx(i)] for r, (i, _) in roles.items()}
         lines = [f'INVMW_IMPL int invmw_c_{name}({", ".join(decls)}) {{',
-                 f'  invmw::wrap::Call c({fid});',
+                 f'  invmw::wrap::Call c({fid}, false, __builtin_return_address(0));',
                  f'  if (!c.on()) return P{name}({call_args});']
         if 'status' in info:
             v = cvars[info['status']]
@@ -634,7 +639,7 @@ def gen(args):
             fcall.append('ierr')
             fcall.extend(hidden)
             lname = name.lower()
-            body = [f'  invmw::wrap::Call c({fid}, true);',
+            body = [f'  invmw::wrap::Call c({fid}, true, ra);',
                     f'  static invmw::wrap::FortranSymbol real_fn("p{lname}");',
                     f'  using Fn = void (*)({", ".join(["void*"] * nparams + ["MPI_Fint*"] + ["size_t"] * nhidden)});',
                     '  if (!c.on()) {',
@@ -653,16 +658,18 @@ def gen(args):
             body.append('    c.Failed(*ierr);')
             body.append('  }')
             impl = f'invmw_f_{lname}'
-            fw.append(f'static void {impl}({", ".join(fparams)}) {{')
+            fw.append(f'static void {impl}({", ".join(fparams + ["const void* ra"])}) {{')
             fw.extend(body)
             fw.append('}')
             plist = ', '.join(fparams)
-            arglist = ', '.join([f'f{i}' for i in range(nparams)] + ['ierr'] + hidden)
+            # The exported symbol's own return address is the application's call site.
+            arglist = ', '.join([f'f{i}' for i in range(nparams)] + ['ierr'] + hidden +
+                                ['__builtin_return_address(0)'])
             for sym in (lname + '_', lname + '__', lname, name.upper()):
                 fw.append(f'INVMW_EXPORT void {sym}({plist}) {{ {impl}({arglist}); }}')
             # mpi_f08: same argument layout (handles are one-integer derived types passed by
             # reference), different symbol pair.
-            fw.append(f'static void {impl}_f08({plist}) {{')
+            fw.append(f'static void {impl}_f08({plist}, const void* ra) {{')
             fw.extend(b.replace(f'("p{lname}")', f'("p{lname}_f08_")') for b in body)
             fw.append('}')
             fw.append(f'INVMW_EXPORT void {lname}_f08_({plist}) {{ {impl}_f08({arglist}); }}')

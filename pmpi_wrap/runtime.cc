@@ -28,6 +28,7 @@
 #include "common/run_dir.h"
 #include "common/sample_format.h"
 #include "invmw_version.h"
+#include "pmpi_wrap/callsite_runtime.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
 #include "recording/profile_report.h"
@@ -404,6 +405,7 @@ ThreadState* AttachThread() {
   }
   ts->index = idx;
   ts->counter_fd = -1;
+  CallSitesAttach(ts);
   // Epoch 0 never matches (the global epoch starts at 1), so the calloc'ed cache is empty.
   if (g.trace_on) TraceAttachThread(ts);
   g_threads[idx].store(ts, std::memory_order_release);
@@ -697,6 +699,7 @@ void OnInit(uint64_t enter_ticks) {
   g_thread_key_ok = pthread_key_create(&g_thread_key, OnThreadExit) == 0;
   g_threads = new std::atomic<ThreadState*>[max_threads]();
   g_max_threads = max_threads;
+  CallSitesInit();
   if (const int64_t want = g.cfg.WRAP_MAX_REQUESTS; want < 1024 || want > (1 << 24))
     Warn("INVMW_WRAP_MAX_REQUESTS must be 1024..16777216; using the nearest");
   if (!InitRequestTable(g.cfg.WRAP_MAX_REQUESTS))
@@ -749,6 +752,7 @@ void OnFinalize() {
   SetRecording(false);
   // Before any collective of ours: the last sample belongs to the application's run.
   sampler::Stop();
+  CallSitesFinalize();
   if (g.trace_on) {
     TraceFinalize();
     // The finalize offsets complete the run metadata, in meta.json as in the profile below.

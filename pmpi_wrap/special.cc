@@ -158,7 +158,7 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Finalize(void) {
 
 __attribute__((visibility("hidden"))) int invmw_c_MPI_Abort(MPI_Comm comm, int errorcode) {
   if (!tls_in_call) {
-    Call c(F_MPI_Abort);
+    Call c(F_MPI_Abort, false, __builtin_return_address(0));
     if (c.on()) c.Leave();
   }
   OnAbort();
@@ -173,13 +173,13 @@ __attribute__((visibility("hidden"))) int invmw_c_MPI_Pcontrol(const int level, 
     // restarts, so both appear in the profile and the trace.
     if (level == 0) {
       {
-        Call c(F_MPI_Pcontrol);
+        Call c(F_MPI_Pcontrol, false, __builtin_return_address(0));
         if (c.on()) c.Leave();
       }
       SetRecording(false);
     } else {
       SetRecording(true);
-      Call c(F_MPI_Pcontrol);
+      Call c(F_MPI_Pcontrol, false, __builtin_return_address(0));
       if (c.on()) c.Leave();
     }
   }

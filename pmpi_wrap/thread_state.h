@@ -18,6 +18,7 @@
 
 namespace invmw::recording {
 class TraceBuffer;
+class CallSiteTable;
 }
 
 namespace invmw::wrap {
@@ -54,6 +55,12 @@ struct ThreadState {
   int counter_fd;
   int counter_n;
   uint64_t counters_enter[3];
+  // Call sites (INVMW_WRAP_CALLSITE_DEPTH >= 1): this thread's table, null when off; the
+  // frames of the open call at depth >= 2; this thread's stack for the frame-pointer walk.
+  recording::CallSiteTable* sites;
+  uint32_t site_n;
+  uint64_t site_pcs[8];
+  uintptr_t stack_lo, stack_hi;
   // Entries of shared request handles started on this slot (request_table.cc): a ring of them,
   // allocated at the first; sequence numbers [shared_tail, shared_head) may be live.
   std::atomic<void*> shared_ring;

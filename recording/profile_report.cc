@@ -1,4 +1,5 @@
 #include "recording/profile_report.h"
+#include "recording/callsite_report.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -510,6 +511,11 @@ std::string DroppedNote(const json& p) {
     note += (note.empty() ? "" : "; ") + std::to_string(requests) +
             " requests whose completion was not recorded (beyond the request table: raise "
             "INVMW_WRAP_MAX_REQUESTS)";
+  if (p.contains("callsites") && p["callsites"].is_object())
+    if (const uint64_t n = p["callsites"].value("unattributed_calls", uint64_t(0)))
+      note += (note.empty() ? "" : "; ") + std::to_string(n) +
+              " calls not attributed to a call site (more call sites than "
+              "INVMW_WRAP_CALLSITE_SLOTS; counted per function)";
   return note;
 }
 
@@ -647,6 +653,7 @@ std::string RenderText(const json& p) {
       os << "\n";
     }
   }
+  RenderCallSites(p, os);
   RenderResources(p, os);
   return os.str();
 }

@@ -20,6 +20,7 @@ PACKAGES=(
   libsimgrid-dev                         # smpicc/smpirun: SMPI round trip of platform export
   lammps lammps-examples                 # a real application (replay and model-search designs)
   slurm-wlm munge                        # single-host Slurm for the tests labelled slurm (ctest/slurm)
+  libdw-dev                              # call-site resolution (callsites/, e2e.callsites.*)
 )
 
 missing=()

@@ -271,7 +271,7 @@ def mode_replace_preload(a):
     check(r.returncode == 0, f'second run: exit status {r.returncode}\n{r.stderr[-3000:]}')
     profile_ok(a, out, 2, e2)
     left = sorted(os.listdir(out))
-    check(left == ['meta.json', 'notes.txt', 'profile.json', 'profile.txt', 'raw'],
+    check(left == ['callsites', 'meta.json', 'notes.txt', 'profile.json', 'profile.txt', 'raw'],
           f'{out} after the replacement: {left}')
     raw = sorted(os.listdir(os.path.join(out, 'raw')))
     check(not [n for n in raw if n.startswith(('events-', 'defs-', 'rank-000002', 'rank-000003'))],

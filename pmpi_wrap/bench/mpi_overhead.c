@@ -51,6 +51,15 @@ static double test_null(int iters) {
   return (MPI_Wtime() - t0) * 1e9 / iters;
 }
 
+/* A purely local call: MPI_Iprobe with no message pending. */
+static double iprobe(int iters) {
+  int flag;
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i)
+    MPI_Iprobe(MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  return (MPI_Wtime() - t0) * 1e9 / iters;
+}
+
 static double allreduce(int iters) {
   double x = 1, y = 0;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -70,16 +79,17 @@ int main(int argc, char** argv) {
   }
   int iters = argc > 1 ? atoi(argv[1]) : 200000;
   pingpong(rank, 0, iters / 10); /* warm-up */
-  double r[5];
+  double r[6];
   r[0] = pingpong(rank, 0, iters);
   r[1] = pingpong(rank, 8, iters);
   r[2] = exchange(rank, iters);
   r[3] = allreduce(iters);
   r[4] = test_null(iters * 5);
+  r[5] = iprobe(iters * 5);
   if (rank == 0) {
     printf("pingpong_0B %.2f\npingpong_8B %.2f\nisend_irecv_waitall %.2f\nallreduce_8B %.2f\n"
-           "test_null %.2f\n",
-           r[0], r[1], r[2], r[3], r[4]);
+           "test_null %.2f\niprobe %.2f\n",
+           r[0], r[1], r[2], r[3], r[4], r[5]);
   }
   MPI_Finalize();
   return 0;

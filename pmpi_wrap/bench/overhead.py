@@ -7,7 +7,9 @@ noise hits every configuration alike. Prints, per microbenchmark, the median ove
 each configuration, and the difference (ns) and ratio against no preload.
 
 usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overhead
-                   [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi]
+                   [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi] [--callsites]
+--callsites compares the profile without call sites, at depth 1 and at depth 8 (see the +ns
+column of depth1 minus that of depth0 for the cost of call sites).
 """
 import argparse
 import glob
@@ -61,8 +63,15 @@ def main():
     ap.add_argument('--rounds', type=int, default=7)
     ap.add_argument('--iters', type=int, default=200000)
     ap.add_argument('--trace', action='store_true', help='also measure with INVMW_TRACE_ENABLE=1')
+    ap.add_argument('--callsites', action='store_true',
+                    help='profile without call sites (INVMW_WRAP_CALLSITE_DEPTH=0), at depth 1 '
+                         '(the default) and at depth 8')
     args = ap.parse_args()
     configs = [('none', {}, False), ('profile', {}, True)]
+    if args.callsites:
+        configs = [('none', {}, False), ('depth0', {'INVMW_WRAP_CALLSITE_DEPTH': '0'}, True),
+                   ('depth1', {'INVMW_WRAP_CALLSITE_DEPTH': '1'}, True),
+                   ('depth8', {'INVMW_WRAP_CALLSITE_DEPTH': '8'}, True)]
     if args.trace:
         configs.append(('trace', {'INVMW_TRACE_ENABLE': '1'}, True))
     results = {name: [] for name, _, _ in configs}

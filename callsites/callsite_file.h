@@ -1,0 +1,62 @@
+// The per-rank call-site file the MPI preload writes (DIR/callsites/rank-NNNNNN.txt; format in
+// docs/callsites.md), parsed for the offline resolution. The file is untrusted input (a run may
+// have been cut off mid-line, or the file edited): every malformed line is an error naming the
+// line number and field; a file without its closing "end" line (the rank never reached
+// MPI_Finalize) parses, with complete = false.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace invmw::callsites {
+
+constexpr int kMaxDepth = 8;
+
+struct Mapping {
+  uint64_t start = 0, end = 0, offset = 0;
+  uint64_t base = 0;     // where the object's offset-0 mapping (its ELF header) starts; 0: unknown
+  std::string build_id;  // hex, "" when the object has none
+  std::string path;
+};
+
+struct Snapshot {
+  std::string reason;  // init, new-object, finalize
+  std::vector<Mapping> maps;
+};
+
+struct Counters {
+  uint64_t calls = 0, ticks = 0, max_ticks = 0, bytes_sent = 0, bytes_recv = 0;
+};
+
+struct SiteRow {
+  std::string function;
+  Counters c;
+  std::vector<uint64_t> pcs;  // return addresses, innermost first
+};
+
+struct UnattributedRow {
+  std::string function;
+  Counters c;
+};
+
+struct RankFile {
+  int rank = -1;
+  int depth = 0;
+  double ticks_per_second = 0;
+  std::vector<Snapshot> snapshots;
+  std::vector<SiteRow> sites;
+  std::vector<UnattributedRow> unattributed;
+  bool complete = false;  // the "end" line was read
+  uint64_t unattributed_calls = 0;
+};
+
+// Parses the text of one file. Errors: "line N: ..." naming the field and what was expected.
+bool ParseRankFile(const std::string& text, RankFile* out, std::string* error);
+// Reads path (a regular file of at most 256 MiB, no symlink followed) and parses it; errors
+// start with the path.
+bool ReadRankFile(const std::string& path, RankFile* out, std::string* error);
+// True for "rank-NNNNNN.txt" (as recording::CallSiteFilePath writes), with its rank.
+bool ParseRankFileName(const std::string& name, int* rank);
+
+}  // namespace invmw::callsites

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Runs an MPI test program under invmw with call sites on and checks profile.json's "callsites".
+
+The program's sources mark every MPI call line with a comment
+    SITE <function> calls=N [sent=B] [recv=B]
+giving the totals over ranks expected at exactly that file:line. Checked:
+  * every marked line is a call site of that function in the profile, with those calls and bytes;
+  * the function has no other call site in those sources (the counts are at exactly those lines);
+  * per function, call sites plus its unattributed row add up to the profile's function totals.
+--nodebug FILE: FILE was compiled without debug information; its marked calls must appear as
+symbol+offset sites (resolved "symbol") of the program, as many as the markers, with the same
+call and byte totals, and the profile must say that debug information is missing.
+--overflow: the call-site table is too small (INVMW_WRAP_CALLSITE_SLOTS); unattributed calls
+must be counted, reported in profile.txt, and the per-function totals must stay exact.
+--depth N (N >= 2, INVMW_WRAP_CALLSITE_DEPTH): every marked site has N frames or fewer (the
+stack may end sooner) and at least 2, and the site in c_callsites_lib.c has as second frame the
+line marked "CALLER of lib_send".
+--via run: started by `invmw run` (its finish step resolves); --via profile: plain launcher with
+the preload, then `invmw profile --json DIR` resolves.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SITE = re.compile(r'SITE (MPI_\w+) calls=(\d+)(?: sent=(\d+))?(?: recv=(\d+))?')
+NOT_ATTRIBUTED = {'MPI_Init', 'MPI_Init_thread', 'MPI_Finalize'}
+
+
+def fail(msg):
+    print(f'[check_callsites] FAIL: {msg}', flush=True)
+    sys.exit(1)
+
+
+def markers(path):
+    out = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            m = SITE.search(line)
+            if m:
+                out.append(dict(file=os.path.basename(path), line=i, function=m.group(1),
+                                calls=int(m.group(2)), sent=int(m.group(3) or 0),
+                                recv=int(m.group(4) or 0)))
+    return out
+
+
+def launcher_cmd(a, env):
+    if a.flavor == 'openmpi':
+        cmd = [a.launcher, '--oversubscribe', '-np', str(a.np)]
+        for k, v in env.items():
+            cmd += ['-x', f'{k}={v}']
+    else:
+        cmd = [a.launcher, '-n', str(a.np)]
+        for k, v in env.items():
+            cmd += ['-genv', k, v]
+    return cmd + [a.program] + a.args
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--launcher', required=True)
+    ap.add_argument('--flavor', required=True)
+    ap.add_argument('--np', type=int, default=2)
+    ap.add_argument('--preload', required=True)
+    ap.add_argument('--invmw', required=True)
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--timeout', type=int, default=50)
+    ap.add_argument('--via', choices=('run', 'profile'), default='run')
+    ap.add_argument('--source', action='append', default=[])
+    ap.add_argument('--nodebug')
+    ap.add_argument('--overflow', action='store_true')
+    ap.add_argument('--depth', type=int, default=1)
+    ap.add_argument('--env', action='append', default=[])
+    ap.add_argument('program')
+    ap.add_argument('args', nargs='*')
+    a = ap.parse_args()
+
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    out = os.path.join(a.workdir, 'run')
+    env = os.environ.copy()
+    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+    extra = dict(e.split('=', 1) for e in a.env)
+    extra.setdefault('INVMW_SAMPLER_ENABLE', '0')
+    if a.via == 'run':
+        cmd = [a.invmw, 'run', '--lib', a.preload, '--out', out]
+        for k, v in extra.items():
+            cmd += ['--env', f'{k}={v}']
+        cmd += ['--'] + launcher_cmd(a, {})
+    else:
+        ranks = dict(extra, LD_PRELOAD=a.preload, INVMW_OUTPUT_DIR=out)
+        cmd = launcher_cmd(a, ranks)
+    print('[check_callsites] ' + ' '.join(cmd), flush=True)
+    r = subprocess.run(cmd, env=env, timeout=a.timeout, capture_output=True, text=True)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        fail(f'the job exited with {r.returncode}')
+    if a.via == 'profile':
+        p = subprocess.run([a.invmw, 'profile', '--json', out], env=env, timeout=a.timeout,
+                           capture_output=True, text=True)
+        sys.stderr.write(p.stderr)
+        if p.returncode != 0:
+            fail(f'invmw profile exited with {p.returncode}')
+        prof = json.loads(p.stdout)
+    else:
+        with open(os.path.join(out, 'profile.json')) as f:
+            prof = json.load(f)
+    with open(os.path.join(out, 'profile.txt')) as f:
+        text = f.read()
+    cs = prof.get('callsites')
+    if not isinstance(cs, dict):
+        fail('profile.json has no "callsites"')
+    if cs['ranks'] != a.np:
+        fail(f'callsites from {cs["ranks"]} ranks, expected {a.np}')
+    if 'Top call sites by time' not in text or 'Call sites per function' not in text:
+        fail('profile.txt has no call-site tables')
+    sites = cs['sites']
+
+    # Per function: sites + unattributed == the profile's totals.
+    for fn, f in prof['functions'].items():
+        if fn in NOT_ATTRIBUTED:
+            continue
+        tot = {k: 0 for k in ('calls', 'bytes_sent', 'bytes_recv')}
+        for s in sites:
+            if s['function'] == fn:
+                for k in tot:
+                    tot[k] += s[k]
+        for u in cs['unattributed']:
+            if u['function'] == fn:
+                for k in tot:
+                    tot[k] += u[k]
+        for k in tot:
+            if tot[k] != f[k]:
+                fail(f'{fn}: call sites add up to {k}={tot[k]}, the profile has {f[k]}')
+
+    marks = []
+    for s in a.source:
+        marks += markers(s)
+    if not marks:
+        fail('no SITE markers in the sources')
+    nodebug = os.path.basename(a.nodebug) if a.nodebug else None
+    with_lines = [m for m in marks if m['file'] != nodebug]
+    files = {m['file'] for m in marks}
+    funcs = {m['function'] for m in marks}
+    for m in with_lines:
+        found = [s for s in sites if s['function'] == m['function'] and s.get('line') == m['line']
+                 and os.path.basename(s.get('file', '')) == m['file']]
+        where = f'{m["function"]} at {m["file"]}:{m["line"]}'
+        if len(found) != 1:
+            fail(f'{where}: {len(found)} call sites in the profile, expected 1; sites: '
+                 + ', '.join(f'{s["function"]} {s["location"]}' for s in sites))
+        s = found[0]
+        got = (s['calls'], s['bytes_sent'], s['bytes_recv'])
+        want = (m['calls'], m['sent'], m['recv'])
+        if got != want:
+            fail(f'{where}: calls/sent/recv {got}, expected {want}')
+        if s['resolved'] != 'line':
+            fail(f'{where}: resolved "{s["resolved"]}", expected "line"')
+        print(f'[check_callsites] ok: {where} calls={got[0]} sent={got[1]} recv={got[2]}')
+    for s in sites:
+        if s['function'] in funcs and os.path.basename(s.get('file', '')) in files:
+            if not any(m['line'] == s['line'] and m['function'] == s['function'] and
+                       m['file'] == os.path.basename(s['file']) for m in with_lines):
+                fail(f'{s["function"]} attributed to {s["location"]}, which has no SITE marker')
+
+    if a.depth > 1:
+        for m in with_lines:
+            s = [s for s in sites if s['function'] == m['function'] and s.get('line') == m['line']
+                 and os.path.basename(s.get('file', '')) == m['file']][0]
+            fr = s.get('frames', [])
+            if not 2 <= len(fr) <= a.depth:
+                fail(f'{s["location"]}: {len(fr)} frames at depth {a.depth}')
+            if m['file'] == 'c_callsites_lib.c':
+                caller = [i for i, l in enumerate(open(next(x for x in a.source if
+                          x.endswith('c_callsites.c'))), 1) if 'CALLER of lib_send' in l][0]
+                if os.path.basename(fr[1].get('file', '')) != 'c_callsites.c' or \
+                        fr[1].get('line') != caller:
+                    fail(f'{s["location"]}: second frame {fr[1]["location"]}, expected '
+                         f'c_callsites.c:{caller}')
+                print(f'[check_callsites] ok: path ' + ' <- '.join(f['location'] for f in fr))
+
+    if nodebug:
+        prog = os.path.realpath(a.program)
+        for fn in {m['function'] for m in marks if m['file'] == nodebug}:
+            want = [m for m in marks if m['file'] == nodebug and m['function'] == fn]
+            got = [s for s in sites if s['function'] == fn and
+                   os.path.realpath(s.get('object', '')) == prog]
+            if len(got) != len(want):
+                fail(f'{fn}: {len(got)} sites in {prog}, expected {len(want)}: ' +
+                     ', '.join(s['location'] for s in got))
+            for s in got:
+                if s['resolved'] != 'symbol' or not re.fullmatch(r'.+\+0x[0-9a-f]+',
+                                                                  s['location']):
+                    fail(f'{fn}: site {s["location"]} resolved "{s["resolved"]}", expected '
+                         'symbol+offset')
+            for k, mk in (('calls', 'calls'), ('bytes_sent', 'sent'), ('bytes_recv', 'recv')):
+                if sum(s[k] for s in got) != sum(m[mk] for m in want):
+                    fail(f'{fn}: {k} at the symbol+offset sites differ from the markers')
+            print(f'[check_callsites] ok: {fn} in {nodebug} as ' +
+                  ', '.join(s['location'] for s in got))
+        if not any('no debug information' in n and prog in n for n in cs['notes']):
+            fail(f'no note that {prog} has no debug information: {cs["notes"]}')
+        if 'no debug information' not in text:
+            fail('profile.txt does not say that debug information is missing')
+
+    if a.overflow:
+        if cs['unattributed_calls'] <= 0 or not cs['unattributed']:
+            fail('no unattributed calls counted although the table overflowed')
+        if 'not attributed to a call site' not in text:
+            fail('profile.txt does not report the unattributed calls')
+        print(f'[check_callsites] ok: {cs["unattributed_calls"]} unattributed calls reported')
+    elif cs['unattributed_calls']:
+        fail(f'{cs["unattributed_calls"]} unattributed calls without an overflow')
+    print('[check_callsites] PASS')
+
+
+if __name__ == '__main__':
+    main()
