@@ -50,7 +50,8 @@ const SoftEvent kSoftEvents[] = {
 // maps in between (Open MPI loads its topo components at the first MPI_Cart_create) makes PAPI
 // write past that array, about 1 KB per extra mapping, into the sampler thread's heap: Debian's
 // LAMMPS then aborted with "malloc(): corrupted top size" in a few runs of a hundred. Inside
-// Start the application is blocked in MPI_Init and maps nothing. Costs 2-5 ms of MPI_Init.
+// Start the application is blocked in MPI_Init and maps nothing. Costs 2-5 ms of MPI_Init on a
+// core of its own here (about 13 ms more invmw:init per rank, median, with 2-7 ranks on 2 cores).
 std::atomic<int> g_papi_prepared{0};
 
 std::string Join(const std::vector<std::string>& v) {
