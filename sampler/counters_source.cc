@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <iterator>
 
@@ -39,6 +40,19 @@ const SoftEvent kSoftEvents[] = {
     {"perf::CONTEXT-SWITCHES", PERF_COUNT_SW_CONTEXT_SWITCHES, "counters.context_switches", "count",
      "context switches of the application's threads (kernel software event)"},
 };
+
+// PAPI_library_init's result when PrepareCountersSource ran it (0: it did not run).
+//
+// Why it runs there, on the application's thread inside Start (MPI_Init), and not with the rest
+// of Open on the sampler thread: PAPI's start-up (PAPI 7.0, _linux_update_shlib_info) reads
+// /proc/self/maps twice, counting the executable file mappings in the first pass, sizing an array
+// by that count and filling it in the second pass without a bound. A library the application
+// maps in between (Open MPI loads its topo components at the first MPI_Cart_create) makes PAPI
+// write past that array, about 1 KB per extra mapping, into the sampler thread's heap: Debian's
+// LAMMPS then aborted with "malloc(): corrupted top size" in a few runs of a hundred. Inside
+// Start the application is blocked in MPI_Init and maps nothing. Costs 2-5 ms of MPI_Init on a
+// core of its own here (about 13 ms more invmw:init per rank, median, with 2-7 ranks on 2 cores).
+std::atomic<int> g_papi_prepared{0};
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
@@ -118,7 +132,10 @@ class CountersSource : public Source {
 
   bool InitPapi(std::string* problem) {
     if (PAPI_is_initialized() == PAPI_NOT_INITED) {
-      const int v = PAPI_library_init(PAPI_VER_CURRENT);
+      // Not again after a failed PrepareCountersSource: here it would race with the application.
+      // Without one (a Source opened directly, as in unit tests) nothing else runs yet.
+      const int prepared = g_papi_prepared.load();
+      const int v = prepared != 0 ? prepared : PAPI_library_init(PAPI_VER_CURRENT);
       if (v != PAPI_VER_CURRENT) {
         *problem = v > 0 ? "PAPI version mismatch" : std::string("PAPI: ") + PAPI_strerror(v);
         return false;
@@ -241,6 +258,12 @@ class CountersSource : public Source {
 
 std::unique_ptr<Source> NewCountersSource() {
   return std::make_unique<CountersSource>();
+}
+
+void PrepareCountersSource(const SourceContext& ctx) {
+  if (ctx.cfg && ctx.cfg->SAMPLER_PAPI.empty()) return;  // Open will not use PAPI
+  if (PAPI_is_initialized() != PAPI_NOT_INITED || g_papi_prepared.load() != 0) return;
+  g_papi_prepared.store(PAPI_library_init(PAPI_VER_CURRENT));
 }
 
 }  // namespace invmw::sampler

@@ -245,6 +245,7 @@ class Sampler {
       ReadSources(start_ticks_, true);
       opened_any_ = true;
     }
+    PrepareDeferredSources();
     const bool wait = !opened_any_;  // read before the thread may write it
     // The thread blocks asynchronous signals, so the application's (and the runtime's) handlers
     // keep running on the application's threads; it inherits the mask set around its creation.
@@ -354,6 +355,25 @@ class Sampler {
     return opt_.trace_time ? opt_.trace_time(t) : t;
   }
 
+  // Whether this process opens `spec` (INVMW_SAMPLER_SOURCES, node-wide sources on the leader).
+  bool Selected(const SourceSpec& spec) const {
+    const auto& want = cfg_.SAMPLER_SOURCES;
+    if (!want.empty() && std::find(want.begin(), want.end(), spec.name) == want.end()) return false;
+    return spec.scope != Scope::kNode || opt_.node_leader;
+  }
+
+  // The part of the deferred sources' start-up that must not overlap the application
+  // (SourceSpec::prepare), on the caller's thread before the sampler thread starts.
+  void PrepareDeferredSources() {
+    SourceContext ctx;
+    ctx.cfg = &cfg_;
+    ctx.main_tid = main_tid_;
+    ctx.proc_root = "/proc";
+    ctx.sys_root = "/sys";
+    for (const SourceSpec& spec : Sources())
+      if (spec.deferred && spec.prepare && Selected(spec)) spec.prepare(ctx);
+  }
+
   // The sources with SourceSpec::deferred == deferred.
   void OpenSources(bool deferred) {
     std::vector<std::string> notes;
@@ -369,9 +389,7 @@ class Sampler {
                        [&](const SourceSpec& s) { return w == s.name; }))
         Warn("INVMW_SAMPLER_SOURCES names " + w + ", which is not a sampler source; ignored");
     for (const SourceSpec& spec : Sources()) {
-      if (spec.deferred != deferred) continue;
-      if (!want.empty() && std::find(want.begin(), want.end(), spec.name) == want.end()) continue;
-      if (spec.scope == Scope::kNode && !opt_.node_leader) continue;
+      if (spec.deferred != deferred || !Selected(spec)) continue;
       Active a{&spec, spec.create(), metrics_.size(), 0, false};
       std::string why;
       if (!a.src->Open(ctx, &metrics_, &why)) {

@@ -74,12 +74,16 @@ struct SourceSpec {
   std::vector<const char*> options;  // INVMW_SAMPLER_* variables it reads
   std::unique_ptr<Source> (*create)();
   // Opened after Start has returned, on the sampler thread, while the application runs: for
-  // sources whose Open costs milliseconds (PAPI's initialisation; the kernel's first per-task
+  // sources whose Open costs milliseconds (PAPI's event sets; the kernel's first per-task
   // perf event waits for an RCU grace period), which would otherwise lengthen MPI_Init. Their
   // metrics count from their first reading, whose time the metric definitions record.
   bool deferred = false;
   Tier tier = Tier::kSlow;
   bool fast_part = false;  // a kSlow source whose ReadFast fills some values every tick
+  // Deferred sources only: start-up that must not overlap the application, run on the caller's
+  // thread in Start (counters: PAPI's initialisation, which reads /proc/self/maps unsafely
+  // while the application maps libraries; see counters_source.cc).
+  void (*prepare)(const SourceContext& ctx) = nullptr;
 };
 
 // Every built-in source, in sampling order.

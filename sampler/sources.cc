@@ -27,7 +27,9 @@ const std::vector<SourceSpec>& Sources() {
        {"INVMW_SAMPLER_PAPI"},
        NewCountersSource,
        /*deferred=*/true,
-       Tier::kFast},  // one read of an event group
+       Tier::kFast,  // one read of an event group
+       /*fast_part=*/false,
+       PrepareCountersSource},
       {"node_cpu", "CPU states of the node (/proc/stat)", Scope::kNode, {}, NewNodeCpuSource},
       {"net",
        "bytes and packets per network device (/proc/net/dev)",

@@ -14,5 +14,6 @@ std::unique_ptr<Source> NewNetSource();
 std::unique_ptr<Source> NewDiskSource();
 std::unique_ptr<Source> NewCgroupSource();
 std::unique_ptr<Source> NewCountersSource();
+void PrepareCountersSource(const SourceContext& ctx);
 
 }  // namespace invmw::sampler

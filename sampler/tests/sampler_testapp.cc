@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Start failed: %s\n", err.c_str());
     return 1;
   }
-  // Read at once: the counters source opens on the sampler thread after Start has returned.
+  // Read at once: PAPI's own start-up runs inside Start, the counters source's event sets open
+  // on the sampler thread after Start has returned.
   const int papi_at_start = PAPI_is_initialized();
   const uint64_t ticks_at_start = invmw::clock::Ticks();
   const int64_t t0 = invmw::clock::MonotonicNs();
@@ -67,8 +68,10 @@ int main(int argc, char** argv) {
   const auto st = invmw::sampler::LastStats();
   std::printf(
       "{\"samples\": %llu, \"thread_cpu_s\": %.6f, \"wall_s\": %.6f, \"sent\": %llu, "
-      "\"dropped\": %llu, \"papi_initialized_at_start\": %d, \"ticks_at_start\": %llu}\n",
+      "\"dropped\": %llu, \"papi_initialized_at_start\": %d, \"ticks_at_start\": %llu, "
+      "\"papi_initialized_at_end\": %d}\n",
       (unsigned long long)st.samples, st.thread_cpu_s, wall, (unsigned long long)st.datagrams_sent,
-      (unsigned long long)st.datagrams_dropped, papi_at_start, (unsigned long long)ticks_at_start);
+      (unsigned long long)st.datagrams_dropped, papi_at_start, (unsigned long long)ticks_at_start,
+      PAPI_is_initialized());
   return 0;
 }
