@@ -9,6 +9,8 @@
    n <= 500), then `invmw validate` of the fitted table on the target design (p up to 64, n up to
    4x the calibration's largest); the total's median and worst absolute errors must be under
    5% and 10%, and t_comm's (the component that grows with p) median under 15%.
+3. The same with the model opal_ranks (a barrier of b5 + b6 (p + 1)): the total's bounds and
+   t_sync's median and worst under 5% and 10% (opal's constant b5 misses SMPI's barrier at p = 64).
 Prints the error tables. Quick (default): sim-extrapolate-{calibrate,validate}-quick; --full:
 the full designs. Exit 77 (skip) without smpirun or opal-mini's SMPI build, 1 on a missed bound.
 """
@@ -104,6 +106,20 @@ def main():
             got = s[r][f"{stat}_abs_error_pct"]
             if got is None or not got < bound:
                 failures.append(f"{val}: {r} {stat} |error| {got}% (bound {bound}%)")
+        # 3. The same with opal_ranks (b5 + b6 (p + 1) per barrier): SMPI's barrier grows with
+        # the ranks, so t_sync extrapolates only with the rank term.
+        fitted6 = os.path.join(work, "calibrated-ranks.toml")
+        run([invmw, "fit", "--model", "opal_ranks", "--design", cal, "--db", db, "--no-cv",
+             "--out", fitted6, "--force", "--platform-name", "sim-calibrated-ranks"], ok=(0, 1))
+        v6 = json.loads(run([invmw, "validate", "--model", "opal_ranks", "--design", val, "--db",
+                             db, "--table", fitted6, "--json"]))
+        table(f"extrapolation with opal_ranks: {val} from the fit on {cal}", v6)
+        s6 = v6["summary"]
+        for r, stat, bound in (("t_opal", "median", 5), ("t_opal", "worst", 10),
+                               ("t_sync", "median", 5), ("t_sync", "worst", 10)):
+            got = s6[r][f"{stat}_abs_error_pct"]
+            if got is None or not got < bound:
+                failures.append(f"{val} (opal_ranks): {r} {stat} |error| {got}% (bound {bound}%)")
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
