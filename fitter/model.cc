@@ -432,7 +432,7 @@ int Model::ParamIndex(const std::string& name) const {
 }
 
 std::vector<std::string> BuiltinModels() {
-  return {"opal", "dyana", "master_worker", "pingpong", "pingpong_eager"};
+  return {"opal", "opal_ranks", "dyana", "master_worker", "pingpong", "pingpong_eager"};
 }
 
 std::string ResolveModelPath(const std::string& name_or_path) {

@@ -69,6 +69,35 @@ TEST(Model, OpalEvaluatesThePapersFormulas) {
                    upd + 5e-8 * s / pp * n * (n - 1) / 2);
 }
 
+// opal_ranks (issue 20, item 4): opal with a barrier of b5 + b6 (p + 1), the other components
+// opal's; on the simulated clusters SMPI's barrier grows by about 0.8 us per rank.
+TEST(Model, OpalRanksBarrierGrowsWithTheRanks) {
+  Model m = Model::Load(ResolveModelPath("opal_ranks"));
+  Model o = Model::Load(ResolveModelPath("opal"));
+  ASSERT_EQ(m.responses().size(), o.responses().size());
+  std::vector<double> f(m.factors().size());
+  auto set = [&](const char* n, double v) { f[m.FactorIndex(n)] = v; };
+  set("s", 4), set("u", 1), set("n", 500), set("nt", 1e6), set("g", 0), set("alpha", 24);
+  std::vector<double> p(m.parameters().size()), po(o.parameters().size());
+  for (const char* n : {"a1", "b1", "a2", "a3", "a4", "b5"}) {
+    double v = std::string(n) == "a1" ? 30 : 1e-6;
+    p[m.ParamIndex(n)] = v;
+    po[o.ParamIndex(n)] = v;
+  }
+  ASSERT_GE(m.ParamIndex("b6"), 0);
+  p[m.ParamIndex("b6")] = 8e-7;
+  for (double ranks : {2.0, 65.0}) {
+    set("p", ranks - 1);
+    std::vector<double> fo(o.factors().size());
+    for (const auto& fac : o.factors()) fo[o.FactorIndex(fac.name)] = f[m.FactorIndex(fac.name)];
+    EXPECT_DOUBLE_EQ(m.responses()[4].expr.Eval<double>(f.data(), p.data()),
+                     2 * 4 * 2 * (1e-6 + 8e-7 * ranks));
+    for (int r = 1; r < 4; ++r)  // t_par_comp, t_seq_comp, t_comm: opal's
+      EXPECT_DOUBLE_EQ(m.responses()[r].expr.Eval<double>(f.data(), p.data()),
+                       o.responses()[r].expr.Eval<double>(fo.data(), po.data()));
+  }
+}
+
 TEST(Model, UnknownSymbolNamesFileLineAndColumn) {
   std::string e = ErrorOf(std::string(kHead) + "[total]\ncolumn = \"t\"\nexpr = \"a*x + c*n\"\n");
   // line 10, the string starts at column 8, 'c' is its 7th character.
