@@ -102,7 +102,8 @@ int g_live_fd = -1;
 char g_live_path[4200];  // for unlink once a dump replaces the file (async-signal-safe)
 
 void OpenLiveCounters(int max_threads) {
-  if (!g.cfg.PROFILE_LIVE_COUNTERS || g.output_dir.empty()) return;
+  // INVMW_PROFILE_RAW_ON_SIGNAL=0 asks for nothing at an abnormal end: no live file either.
+  if (!g.cfg.PROFILE_LIVE_COUNTERS || !g.cfg.PROFILE_RAW_ON_SIGNAL || g.output_dir.empty()) return;
   const std::string path = profile::LiveCountersPath(g.output_dir, g.rank);
   if (path.size() >= sizeof g_live_path) return;
   const uint64_t names_off = sizeof(raw::LiveHeader);
@@ -121,10 +122,14 @@ void OpenLiveCounters(int max_threads) {
   // A store into a hole the file system cannot fill would be SIGBUS, so nothing is stored
   // where no block is reserved. The rest of the file stays a hole.
   void* m = MAP_FAILED;
-  if (ftruncate(fd, off_t(size)) == 0 && posix_fallocate(fd, 0, off_t(slots_off)) == 0)
+  int err = ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
+  if (err == 0) err = posix_fallocate(fd, 0, off_t(slots_off));  // returns the error
+  if (err == 0) {
     m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) err = errno;
+  }
   if (m == MAP_FAILED) {
-    WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(errno) +
+    WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(err) +
              "); a rank killed by SIGKILL will leave no counts");
     unlink(path.c_str());
     close(fd);
@@ -153,7 +158,8 @@ void OpenLiveCounters(int max_threads) {
 FuncStats* SlotCounters(int idx) {
   if (g_live) {
     const uint64_t off = g_live->slots_offset + uint64_t(idx) * g_live->slot_size;
-    if (posix_fallocate(g_live_fd, off_t(off), off_t(g_live->slot_size)) == 0) {
+    const int err = posix_fallocate(g_live_fd, off_t(off), off_t(g_live->slot_size));
+    if (err == 0) {
       // Readers take slots below slots_used; a slot is zero until its thread counts.
       uint32_t used = __atomic_load_n(&g_live->slots_used, __ATOMIC_RELAXED);
       while (used < uint32_t(idx + 1) &&
@@ -162,6 +168,9 @@ FuncStats* SlotCounters(int idx) {
       }
       return reinterpret_cast<FuncStats*>(reinterpret_cast<char*>(g_live) + off);
     }
+    // Once per thread start at most, never on the call path.
+    WarnOnce(std::string("cannot reserve blocks in ") + g_live_path + " for a thread's counters (" +
+             std::strerror(err) + "); a rank killed by SIGKILL loses that thread's counts");
   }
   return static_cast<FuncStats*>(std::calloc(kNumFuncs, sizeof(FuncStats)));
 }
