@@ -125,7 +125,7 @@ static_assert(sizeof(FuncRecord) == 48 + sizeof(FuncCounters), "FuncRecord = nam
 
 // The live counter file raw/live-NNNNNN.bin: a rank's per-thread counters themselves, mapped
 // MAP_SHARED from the file, so that a rank killed by SIGKILL (which runs no handler: Slurm's
-// PMIx plugin kills a whole step so when one task dies) still leaves every call it completed
+// PMIx plugin kills a whole step when one task dies) still leaves every call it completed
 // in the page cache. Readers use it only for a rank without a dump.
 //
 // Layout: LiveHeader, then num_funcs names (char[48]) at names_offset, then slot_count slots at
