@@ -37,6 +37,7 @@ enum EndReason : uint32_t {
   kEndAbort = 2,     // MPI_Abort called by this rank
   kEndSignal = 3,    // fatal or terminating signal (end_signal says which)
   kEndRunning = 4,   // snapshot of a live process
+  kEndKilled = 5,    // saved nothing (SIGKILL): counts read from its live counter file
 };
 
 enum HeaderFlags : uint32_t {
@@ -72,6 +73,19 @@ struct RankHeader {
   char mpi_flavor[16];
 };
 
+// A function's counters without its name: FuncRecord's body, and the per-thread counters the
+// runtime updates (wrap::FuncStats), in memory and in the live counter file below.
+struct FuncCounters {
+  uint64_t calls;
+  uint64_t ticks;
+  uint64_t bytes_sent;
+  uint64_t bytes_recv;
+  uint64_t max_ticks;
+  uint64_t hist[kHistBins];
+  uint64_t hist_sent[kHistBins];
+  uint64_t hist_recv[kHistBins];
+};
+
 struct FuncRecord {
   char name[48];  // MPI (or PVM) function name, as the application called it
   uint64_t calls;
@@ -105,6 +119,36 @@ struct OpenCallRecord {
   uint64_t enter_ticks;  // when the call was entered (RankHeader::end_ticks: when it was cut off)
   int32_t thread;        // thread slot
   uint32_t reserved;
+};
+
+static_assert(sizeof(FuncRecord) == 48 + sizeof(FuncCounters), "FuncRecord = name + counters");
+
+// The live counter file raw/live-NNNNNN.bin: a rank's per-thread counters themselves, mapped
+// MAP_SHARED from the file, so that a rank killed by SIGKILL (which runs no handler: Slurm's
+// PMIx plugin kills a whole step when one task dies) still leaves every call it completed
+// in the page cache. Readers use it only for a rank without a dump.
+//
+// Layout: LiveHeader, then num_funcs names (char[48]) at names_offset, then slot_count slots at
+// slots_offset, each num_funcs FuncCounters (slot_size bytes). slots_used (written by the
+// runtime whenever a thread takes a new slot) says how many slots may hold counts.
+constexpr uint32_t kLiveMagic = 0x4c564e49;  // "INVL"
+constexpr uint32_t kLiveVersion = 1;
+struct LiveHeader {
+  uint32_t magic;  // kLiveMagic
+  uint32_t version;
+  uint32_t header_size;    // sizeof(LiveHeader)
+  uint32_t counters_size;  // sizeof(FuncCounters)
+  uint32_t num_funcs;
+  uint32_t slot_count;  // slots the file has room for
+  uint32_t slots_used;  // slots taken so far (atomic store by the runtime)
+  uint32_t reserved;
+  uint64_t names_offset;
+  uint64_t slots_offset;
+  uint64_t slot_size;
+  // The rank's header as a dump would have it, filled at MPI_Init: end_reason kEndKilled,
+  // kFlagIncomplete; num_funcs, num_threads, end_ticks, wall_s and the dropped/error counts are
+  // set by the reader (end from the file's modification time).
+  RankHeader rank;
 };
 
 }  // namespace invmw::raw

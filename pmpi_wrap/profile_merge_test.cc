@@ -333,6 +333,106 @@ TEST_F(Merge, OpenCallIsNamedInJsonAndText) {
   EXPECT_TRUE(AnyHas(problems, "rank-000000.bin", "not an open-call record")) << problems.size();
 }
 
+// raw/live-NNNNNN.bin as the runtime leaves it for a SIGKILLed rank: names MPI_Send and
+// MPI_Recv, slot_count slots of which `used` hold counts (slot t: MPI_Send sends[t] calls of
+// 8 bytes), the rest of the file a hole.
+class LiveMerge : public Merge {
+ protected:
+  void WriteLive(int rank, int world, std::vector<uint64_t> sends, uint32_t slot_count = 4,
+                 uint32_t magic = raw::kLiveMagic, uint32_t used_override = 0) {
+    raw::LiveHeader h{};
+    h.magic = magic;
+    h.version = raw::kLiveVersion;
+    h.header_size = sizeof h;
+    h.counters_size = sizeof(raw::FuncCounters);
+    h.num_funcs = 2;
+    h.slot_count = slot_count;
+    h.slots_used = used_override ? used_override : uint32_t(sends.size());
+    h.names_offset = sizeof h;
+    h.slots_offset = 4096;
+    h.slot_size = 2 * sizeof(raw::FuncCounters);
+    h.rank = Header(rank, world);
+    h.rank.num_funcs = 0;
+    h.rank.wall_s = 0;
+    h.rank.flags = raw::kFlagIncomplete;
+    h.rank.end_reason = raw::kEndKilled;
+    std::string f(h.slots_offset + slot_count * h.slot_size, '\0');
+    std::memcpy(&f[0], &h, sizeof h);
+    std::strcpy(&f[h.names_offset], "MPI_Send");
+    std::strcpy(&f[h.names_offset + 48], "MPI_Recv");
+    for (size_t t = 0; t < sends.size() && t < slot_count; ++t) {
+      raw::FuncCounters c{};
+      c.calls = sends[t];
+      c.ticks = 1000 * sends[t];
+      c.bytes_sent = 8 * sends[t];
+      c.max_ticks = 1000 + t;
+      c.hist[raw::HistBin(8)] = sends[t];
+      c.hist_sent[raw::HistBin(8)] = sends[t];
+      std::memcpy(&f[h.slots_offset + t * h.slot_size], &c, sizeof c);
+    }
+    std::ofstream out(dir_ + "/raw/" + LiveCountersPath("", rank).substr(5), std::ios::binary);
+    out.write(f.data(), std::streamsize(f.size()));
+  }
+};
+
+// Rank 1 was SIGKILLed: its dump file is empty (created at MPI_Init, never written), its live
+// file holds what its two threads completed; rank 0 saved a dump.
+TEST_F(LiveMerge, RankWithoutADumpCountsFromItsLiveFile) {
+  Write("rank-000000.bin", Header(0, 2), 5);
+  std::ofstream(dir_ + "/raw/rank-000001.bin").close();
+  WriteLive(1, 2, {3, 4});
+  std::vector<std::string> problems;
+  ASSERT_TRUE(Merged(&problems));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  const json p = Profile();
+  EXPECT_TRUE(p["incomplete"].get<bool>());
+  EXPECT_TRUE(p["missing_ranks"].empty()) << p["missing_ranks"].dump();
+  ASSERT_EQ(p["ranks"].size(), 2u);
+  const json& r1 = p["ranks"][1];
+  EXPECT_EQ(r1["rank"], 1);
+  EXPECT_EQ(r1["end"], "killed");
+  EXPECT_TRUE(r1["incomplete"].get<bool>());
+  EXPECT_EQ(r1["threads"], 2);
+  EXPECT_EQ(r1["functions"]["MPI_Send"]["calls"], 7);
+  EXPECT_EQ(r1["functions"]["MPI_Send"]["bytes_sent"], 56);
+  EXPECT_FALSE(r1["functions"].contains("MPI_Recv"));  // no calls: left out, as in a dump
+  EXPECT_EQ(SendCalls(), 12u);
+}
+
+// Only slots below slots_used count; a dump, when the rank wrote one, wins over its live file.
+TEST_F(LiveMerge, UnusedSlotsAndSupersededFilesDoNotCount) {
+  WriteLive(0, 1, {3, 4}, 4, raw::kLiveMagic, 1);
+  ASSERT_TRUE(Merged());
+  EXPECT_EQ(SendCalls(), 3u);
+  Write("rank-000000.bin", Header(0, 1), 9);
+  ASSERT_TRUE(Merged());
+  EXPECT_EQ(SendCalls(), 9u);
+  EXPECT_EQ(Profile()["ranks"][0]["end"], "finalize");
+}
+
+// A rank that died inside MPI_Init (no magic yet), a layout pointing past the file's end, and a
+// live file of another rank are named and left out, never read as counts.
+TEST_F(LiveMerge, BadLiveFilesAreNamedAndLeftOut) {
+  Write("rank-000000.bin", Header(0, 3), 5);
+  WriteLive(1, 3, {3}, 4, 0);
+  WriteLive(2, 3, {3}, 2, raw::kLiveMagic, 3);
+  std::vector<std::string> problems;
+  ASSERT_TRUE(Merged(&problems));
+  EXPECT_TRUE(AnyHas(problems, "live-000001.bin", "died inside MPI_Init")) << problems.size();
+  EXPECT_TRUE(AnyHas(problems, "live-000002.bin", "layout out of range"));
+  json p = Profile();
+  EXPECT_EQ(p["missing_ranks"], json({1, 2}));
+  EXPECT_EQ(SendCalls(), 5u);
+
+  fs::remove(dir_ + "/raw/live-000002.bin");
+  WriteLive(1, 3, {3});
+  fs::rename(dir_ + "/raw/live-000001.bin", dir_ + "/raw/live-000002.bin");
+  problems.clear();
+  ASSERT_TRUE(Merged(&problems));
+  EXPECT_TRUE(AnyHas(problems, "live-000002.bin", "holds the dump of rank 1"));
+  EXPECT_EQ(SendCalls(), 5u);
+}
+
 TEST(BuildProfile, UnparsedAndRepeatedEntriesAreLeftOut) {
   std::vector<RankData> ranks(3);
   ASSERT_TRUE([&] {

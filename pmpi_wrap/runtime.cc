@@ -11,6 +11,7 @@
 #endif
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,96 @@ profile::RunMeta g_meta;
 using recording::IsoTime;
 using recording::MakeDirs;
 
+// ---- live counter file (raw_format.h LiveHeader) ---------------------------------------------
+// The thread slots' counters live in a MAP_SHARED mapping of raw/live-NNNNNN.bin: a store to
+// them is a store to the page cache, which outlives the process, so a rank that gets SIGKILL
+// (no handler runs: Slurm's PMIx plugin kills the whole step when one task dies) still leaves
+// the calls it completed. The hot path is unchanged (plain stores through ts->stats).
+raw::LiveHeader* g_live = nullptr;  // the mapping, or null (then slots use private memory)
+size_t g_live_size = 0;
+int g_live_fd = -1;
+char g_live_path[4200];  // for unlink once a dump replaces the file (async-signal-safe)
+
+void OpenLiveCounters(int max_threads) {
+  // INVMW_PROFILE_RAW_ON_SIGNAL=0 asks for nothing at an abnormal end: no live file either.
+  if (!g.cfg.PROFILE_LIVE_COUNTERS || !g.cfg.PROFILE_RAW_ON_SIGNAL || g.output_dir.empty()) return;
+  const std::string path = profile::LiveCountersPath(g.output_dir, g.rank);
+  if (path.size() >= sizeof g_live_path) return;
+  const uint64_t names_off = sizeof(raw::LiveHeader);
+  const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
+  const uint64_t slot_size = uint64_t(kNumFuncs) * sizeof(raw::FuncCounters);
+  const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      OutputExists(path.c_str());
+    else
+      g.errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // The header and names get their blocks now; a slot's when a thread takes it (AttachThread).
+  // A store into a hole the file system cannot fill would be SIGBUS, so nothing is stored
+  // where no block is reserved. The rest of the file stays a hole.
+  void* m = MAP_FAILED;
+  int err = ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
+  if (err == 0) err = posix_fallocate(fd, 0, off_t(slots_off));  // returns the error
+  if (err == 0) {
+    m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) err = errno;
+  }
+  if (m == MAP_FAILED) {
+    WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(err) +
+             "); a rank killed by SIGKILL will leave no counts");
+    unlink(path.c_str());
+    close(fd);
+    return;
+  }
+  auto* h = static_cast<raw::LiveHeader*>(m);
+  h->version = raw::kLiveVersion;
+  h->header_size = sizeof(raw::LiveHeader);
+  h->counters_size = sizeof(raw::FuncCounters);
+  h->num_funcs = uint32_t(kNumFuncs);
+  h->slot_count = uint32_t(max_threads);
+  h->names_offset = names_off;
+  h->slots_offset = slots_off;
+  h->slot_size = slot_size;
+  char* names = static_cast<char*>(m) + names_off;
+  for (int f = 0; f < kNumFuncs; ++f)
+    CopyCString(*reinterpret_cast<char(*)[48]>(names + 48 * f), kFuncNames[f]);
+  std::memcpy(g_live_path, path.c_str(), path.size() + 1);
+  g_live_fd = fd;
+  g_live_size = size;
+  g_live = h;
+}
+
+// The counters of slot idx: its part of the live file when blocks could be reserved for it,
+// else private memory (its counts then die with a SIGKILLed process, as before).
+FuncStats* SlotCounters(int idx) {
+  if (g_live) {
+    const uint64_t off = g_live->slots_offset + uint64_t(idx) * g_live->slot_size;
+    const int err = posix_fallocate(g_live_fd, off_t(off), off_t(g_live->slot_size));
+    if (err == 0) {
+      // Readers take slots below slots_used; a slot is zero until its thread counts.
+      uint32_t used = __atomic_load_n(&g_live->slots_used, __ATOMIC_RELAXED);
+      while (used < uint32_t(idx + 1) &&
+             !__atomic_compare_exchange_n(&g_live->slots_used, &used, uint32_t(idx + 1), false,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+      }
+      return reinterpret_cast<FuncStats*>(reinterpret_cast<char*>(g_live) + off);
+    }
+    // Once per thread start at most, never on the call path.
+    WarnOnce(std::string("cannot reserve blocks in ") + g_live_path + " for a thread's counters (" +
+             std::strerror(err) + "); a rank killed by SIGKILL loses that thread's counts");
+  }
+  return static_cast<FuncStats*>(std::calloc(kNumFuncs, sizeof(FuncStats)));
+}
+
+// A dump of this rank now exists: the live file is superseded (readers prefer the dump anyway).
+// Async-signal-safe.
+void DropLiveCounters() {
+  if (g_live && g_live_path[0]) unlink(g_live_path);
+}
+
 // ---- output files not written (OutputExists) ---------------------------------------------
 std::atomic<uint64_t> g_outputs_refused{0};
 std::atomic<bool> g_refused_path_taken{false};
@@ -119,7 +210,8 @@ void SaveRawDump(uint32_t reason, int sig) {
   if (!g_dump.Claim()) return;
   SetRecording(false);
   if (g.trace_on) TraceSaveFromSignal();
-  g_dump.Write(FillRawDump(reason, sig, g_dump.buffer(), g_dump.capacity()));
+  if (g_dump.Write(FillRawDump(reason, sig, g_dump.buffer(), g_dump.capacity())))
+    DropLiveCounters();
 }
 
 void SaveOnSignal(int sig) {
@@ -399,10 +491,13 @@ ThreadState* AttachThread() {
     return nullptr;
   }
   auto* ts = static_cast<ThreadState*>(std::calloc(1, sizeof(ThreadState)));
-  if (!ts) {
+  FuncStats* stats = ts ? SlotCounters(idx) : nullptr;
+  if (!stats) {
+    std::free(ts);
     g.errors.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  ts->stats = stats;
   ts->index = idx;
   ts->counter_fd = -1;
   CallSitesAttach(ts);
@@ -697,6 +792,7 @@ void OnInit(uint64_t enter_ticks) {
   }
   g_slot_free = new std::atomic<bool>[max_threads]();
   g_thread_key_ok = pthread_key_create(&g_thread_key, OnThreadExit) == 0;
+  OpenLiveCounters(max_threads);
   g_threads = new std::atomic<ThreadState*>[max_threads]();
   g_max_threads = max_threads;
   CallSitesInit();
@@ -744,6 +840,14 @@ void OnInit(uint64_t enter_ticks) {
     recording::InstallSignalHandlers(SaveOnSignal);
   StartSampler();
   g.initialized = true;
+  if (g_live) {
+    // The rest of the header a reader needs (rank, host, clock); g_live->rank's end is filled
+    // in by the reader. magic last: a reader takes a file without it as unfinished.
+    alignas(raw::RankHeader) char hdr[sizeof(raw::RankHeader)];
+    FillRawDump(raw::kEndKilled, 0, hdr, sizeof hdr);
+    std::memcpy(&g_live->rank, hdr, sizeof hdr);
+    __atomic_store_n(&g_live->magic, raw::kLiveMagic, __ATOMIC_RELEASE);
+  }
   SetRecording(true);
 }
 
@@ -912,7 +1016,10 @@ void OnFinalize() {
   }
   // The raw dump also stays on disk: later tools (trace recovery) read it.
   if (g_dump.has_file()) {
-    if (!g_dump.Write(n)) g.errors.fetch_add(1);
+    if (!g_dump.Write(n))
+      g.errors.fetch_add(1);
+    else
+      DropLiveCounters();
     g_dump.Close();
   }
   if (g.rank == 0) WarnAtEnd(all_refused);

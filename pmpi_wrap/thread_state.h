@@ -25,19 +25,12 @@ namespace invmw::wrap {
 
 using recording::TraceBuffer;
 
-struct FuncStats {
-  uint64_t calls;
-  uint64_t ticks;
-  uint64_t bytes_sent;
-  uint64_t bytes_recv;
-  uint64_t max_ticks;
-  uint64_t hist[raw::kHistBins];
-  uint64_t hist_sent[raw::kHistBins];
-  uint64_t hist_recv[raw::kHistBins];
-};
+using FuncStats = raw::FuncCounters;
 
 struct ThreadState {
-  FuncStats stats[kNumFuncs];
+  // kNumFuncs entries: this slot's part of the live counter file (MAP_SHARED, so a SIGKILLed
+  // rank's counts survive it, raw_format.h LiveHeader), or private memory when there is none.
+  FuncStats* stats;
   // Direct-mapped datatype size cache: codes alternate a few types. Invalidated through a
   // global epoch bumped by MPI_Type_free, since a freed handle can be reused for a new type.
   static constexpr int kTypeCache = 16;

@@ -2,6 +2,7 @@
 #include "recording/callsite_report.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,134 @@ std::string RawDumpPath(const std::string& dir, int rank) {
   char name[64];
   std::snprintf(name, sizeof name, "/raw/rank-%06d.bin", rank);
   return dir + name;
+}
+
+std::string LiveCountersPath(const std::string& dir, int rank) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/raw/live-%06d.bin", rank);
+  return dir + name;
+}
+
+namespace {
+
+bool PreadAll(int fd, void* buf, size_t n, uint64_t at) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    const ssize_t r = pread(fd, p, n, off_t(at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= size_t(r), at += uint64_t(r);
+  }
+  return true;
+}
+
+// The live file's counters summed over its slots, as the dump the rank would have written.
+bool ParseLiveFile(int fd, const struct stat& st, RankData* out, std::string* error) {
+  raw::LiveHeader h;
+  if (uint64_t(st.st_size) < sizeof h || !PreadAll(fd, &h, sizeof h, 0)) {
+    *error = "live counter file of " + std::to_string(st.st_size) +
+             " bytes is shorter than its header (" + std::to_string(sizeof h) + ")";
+    return false;
+  }
+  if (h.magic != raw::kLiveMagic) {
+    // The runtime writes the magic last, at the end of MPI_Init.
+    *error = "not an invmw live counter file, or its rank died inside MPI_Init (magic " +
+             std::to_string(h.magic) + ")";
+    return false;
+  }
+  if (h.version != raw::kLiveVersion || h.header_size != sizeof h ||
+      h.counters_size != sizeof(raw::FuncCounters)) {
+    *error = "live counter file version " + std::to_string(h.version) +
+             " does not match this invmw (" + std::to_string(raw::kLiveVersion) + ")";
+    return false;
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  if (h.num_funcs > kMaxDumpFuncs || h.slots_used > h.slot_count ||
+      h.slot_size != uint64_t(h.num_funcs) * sizeof(raw::FuncCounters) ||
+      h.names_offset < sizeof h || h.names_offset + uint64_t(h.num_funcs) * 48 > h.slots_offset ||
+      h.slots_offset > size ||
+      (size - h.slots_offset) / (h.slot_size ? h.slot_size : 1) < uint64_t(h.slots_used)) {
+    *error = "live counter file layout out of range (num_funcs " + std::to_string(h.num_funcs) +
+             ", slots " + std::to_string(h.slots_used) + " of " + std::to_string(h.slot_count) +
+             ", slot_size " + std::to_string(h.slot_size) + ", offsets " +
+             std::to_string(h.names_offset) + "/" + std::to_string(h.slots_offset) + ", file " +
+             std::to_string(size) + " bytes)";
+    return false;
+  }
+  std::vector<char> names(size_t(h.num_funcs) * 48);
+  std::vector<raw::FuncCounters> sum(h.num_funcs), slot(h.num_funcs);
+  if (!names.empty() && !PreadAll(fd, names.data(), names.size(), h.names_offset)) {
+    *error = "cannot read the function names";
+    return false;
+  }
+  for (uint32_t t = 0; t < h.slots_used; ++t) {
+    if (h.num_funcs && !PreadAll(fd, slot.data(), h.slot_size, h.slots_offset + t * h.slot_size)) {
+      *error = "cannot read thread slot " + std::to_string(t);
+      return false;
+    }
+    for (uint32_t f = 0; f < h.num_funcs; ++f) {
+      raw::FuncCounters& a = sum[f];
+      const raw::FuncCounters& b = slot[f];
+      a.calls += b.calls;
+      a.ticks += b.ticks;
+      a.bytes_sent += b.bytes_sent;
+      a.bytes_recv += b.bytes_recv;
+      a.max_ticks = std::max(a.max_ticks, b.max_ticks);
+      for (int k = 0; k < raw::kHistBins; ++k) {
+        a.hist[k] += b.hist[k];
+        a.hist_sent[k] += b.hist_sent[k];
+        a.hist_recv[k] += b.hist_recv[k];
+      }
+    }
+  }
+  // Through ParseDump, so a live file meets every check a dump does.
+  std::string dump(sizeof(raw::RankHeader), '\0');
+  raw::RankHeader rh = h.rank;
+  rh.num_funcs = 0;
+  rh.num_threads = h.slots_used;
+  rh.end_reason = raw::kEndKilled;
+  rh.end_signal = 0;
+  rh.flags |= raw::kFlagIncomplete;
+  // The end is not known: the file's last modification (the kernel stamps it when counters
+  // change after a writeback, so this may be early by up to the writeback interval).
+  const int64_t mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  double after_init_s = double(mtime_ns - rh.init_realtime_ns) / 1e9;
+  if (!std::isfinite(after_init_s) || after_init_s < 0) after_init_s = 0;
+  if (std::isfinite(rh.ticks_per_second) && rh.ticks_per_second >= 1 && after_init_s < 1e9) {
+    rh.end_ticks = rh.init_ticks + uint64_t(after_init_s * rh.ticks_per_second);
+    rh.wall_s = rh.mpi_init_s + after_init_s;
+  }
+  for (uint32_t f = 0; f < h.num_funcs; ++f) {
+    if (sum[f].calls == 0) continue;
+    raw::FuncRecord r;
+    std::memset(&r, 0, sizeof r);
+    std::memcpy(r.name, names.data() + 48 * size_t(f), sizeof r.name);
+    r.name[sizeof r.name - 1] = '\0';
+    std::memcpy(reinterpret_cast<char*>(&r) + sizeof r.name, &sum[f], sizeof sum[f]);
+    dump.append(reinterpret_cast<const char*>(&r), sizeof r);
+    ++rh.num_funcs;
+  }
+  std::memcpy(&dump[0], &rh, sizeof rh);
+  return ParseDump(dump.data(), dump.size(), out, error);
+}
+
+}  // namespace
+
+bool ReadLiveFile(const std::string& path, RankData* out, std::string* error) {
+  // Never blocks on a FIFO, never follows a link.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  bool ok = false;
+  if (fd < 0) {
+    *error = std::string("cannot open: ") + std::strerror(errno);
+  } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = "not a regular file";
+  } else {
+    ok = ParseLiveFile(fd, st, out, error);
+  }
+  if (fd >= 0) close(fd);
+  if (!ok) *error = path + ": " + *error;
+  return ok;
 }
 
 bool ParseDump(const void* data, size_t size, RankData* out, std::string* error) {
@@ -241,6 +370,8 @@ const char* EndReasonName(uint32_t r) {
       return "mpi_abort";
     case raw::kEndSignal:
       return "signal";
+    case raw::kEndKilled:
+      return "killed";
     default:
       return "running";
   }
@@ -893,10 +1024,19 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
   }
   std::vector<std::string> found;    // what is wrong, one line per file
   std::map<int, std::string> names;  // rank -> file name
+  std::map<int, std::string> live;   // rank -> live counter file name
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
-    if (n.rfind("rank-", 0) != 0) continue;  // other runtime files, not for the profile
     int rank = 0;
+    if (n.rfind("live-", 0) == 0) {  // raw_format.h LiveHeader: a rank that saved no dump
+      if (ParseDumpFileName("rank-" + n.substr(5), &rank))
+        live[rank] = n;
+      else
+        found.push_back(raw_dir + "/" + n +
+                        ": not a live counter file name (live-NNNNNN.bin); ignored");
+      continue;
+    }
+    if (n.rfind("rank-", 0) != 0) continue;  // other runtime files, not for the profile
     if (ParseDumpFileName(n, &rank))
       names[rank] = n;
     else
@@ -905,6 +1045,32 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
   closedir(d);
   std::vector<RankData> ranks;
   std::map<int, std::string> file_of;  // rank -> file whose dump was kept
+  // Keeps r, read from raw_dir/n for rank, unless it is another rank's or another world's.
+  auto keep = [&](int rank, const std::string& n, RankData&& r) {
+    const std::string path = raw_dir + "/" + n;
+    if (r.header.rank != rank) {
+      // A copy, or a file renamed by hand: counting it would count its rank twice.
+      std::string also;
+      if (names.count(r.header.rank))
+        also = "; rank " + std::to_string(r.header.rank) + " has its own file " + raw_dir + "/" +
+               names[r.header.rank];
+      found.push_back(path + ": holds the dump of rank " + std::to_string(r.header.rank) +
+                      ", not of rank " + std::to_string(rank) + also + "; ignored");
+      return;
+    }
+    const int world = meta.world_size > 0 ? meta.world_size
+                      : ranks.empty()     ? r.header.world_size
+                                          : ranks.front().header.world_size;
+    if (r.header.world_size != world || rank >= world) {
+      found.push_back(
+          path + ": dump of a world of " + std::to_string(r.header.world_size) + " ranks, but " +
+          (meta.world_size > 0 ? dir + "/meta.json" : raw_dir + "/" + file_of.begin()->second) +
+          " says " + std::to_string(world) + "; ignored");
+      return;
+    }
+    file_of[rank] = n;
+    ranks.push_back(std::move(r));
+  };
   for (const auto& [rank, n] : names) {
     RankData r;
     std::string err;
@@ -917,29 +1083,23 @@ bool MergeDirectoryOrThrow(const std::string& dir, std::string* error, int* rank
       found.push_back(err + "; ignored");
       continue;
     }
-    if (r.header.rank != rank) {
-      // A copy, or a file renamed by hand: counting it would count its rank twice.
-      std::string also;
-      if (names.count(r.header.rank))
-        also = "; rank " + std::to_string(r.header.rank) + " has its own file " + raw_dir + "/" +
-               names[r.header.rank];
-      found.push_back(path + ": holds the dump of rank " + std::to_string(r.header.rank) +
-                      ", not of rank " + std::to_string(rank) + also + "; ignored");
-      continue;
-    }
-    const int world = meta.world_size > 0 ? meta.world_size
-                      : ranks.empty()     ? r.header.world_size
-                                          : ranks.front().header.world_size;
-    if (r.header.world_size != world || rank >= world) {
-      found.push_back(
-          path + ": dump of a world of " + std::to_string(r.header.world_size) + " ranks, but " +
-          (meta.world_size > 0 ? dir + "/meta.json" : raw_dir + "/" + file_of.begin()->second) +
-          " says " + std::to_string(world) + "; ignored");
-      continue;
-    }
-    file_of[rank] = n;
-    ranks.push_back(std::move(r));
+    keep(rank, n, std::move(r));
   }
+  // A rank that saved no dump (SIGKILL runs no handler): its live counters, which hold every
+  // call it completed. A rank with a dump removes its live file; should one remain, the dump
+  // wins, being the rank's own last word.
+  for (const auto& [rank, n] : live) {
+    if (file_of.count(rank)) continue;
+    RankData r;
+    std::string err;
+    if (!ReadLiveFile(raw_dir + "/" + n, &r, &err)) {
+      found.push_back(err + "; ignored");
+      continue;
+    }
+    keep(rank, n, std::move(r));
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankData& a, const RankData& b) { return a.header.rank < b.header.rank; });
   if (ranks_found) *ranks_found = int(ranks.size());
   if (problems) *problems = found;
   if (ranks.empty()) {

@@ -105,5 +105,11 @@ bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found
                     std::vector<std::string>* problems = nullptr);
 
 std::string RawDumpPath(const std::string& dir, int rank);
+// raw/live-NNNNNN.bin: a rank's live counter file (raw_format.h LiveHeader).
+std::string LiveCountersPath(const std::string& dir, int rank);
+// Reads a live counter file (a regular file only; never blocks) as the dump of a rank that
+// saved none: its counters summed over thread slots, end "killed", incomplete. Errors start
+// with the path.
+bool ReadLiveFile(const std::string& path, RankData* out, std::string* error);
 
 }  // namespace invmw::profile
