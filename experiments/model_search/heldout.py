@@ -40,6 +40,14 @@ SPECS = {
     'search-master-worker-quick': {
         'factors': ['tasks', 'p'], 'responses': ['wall_s'], 'compute': [],
         'heldout': {'p': [5]}, 'expect': {}},
+    # Simulated clusters (deterministic): calibrated at p <= 8, predicting p = 16, 32, 63.
+    'search-opal-sim': {
+        'factors': ['n', 'p'], 'responses': ['t_wall', 't_par_comp', 't_comm'],
+        'compute': ['t_par_comp'], 'heldout': {'p': [16, 32, 63]},
+        'expect': {'t_par_comp': ['p^(-1) * n^2']}},
+    'search-master-worker-sim': {
+        'factors': ['tasks', 'p'], 'responses': ['wall_s'], 'compute': [],
+        'heldout': {'p': [16, 32, 63]}, 'expect': {'wall_s': ['p^(-1) * tasks']}},
     'lammps': {
         'factors': ['n', 'p'], 'responses': ['wall_s'], 'compute': [],
         'heldout': {'p': [7], 'n': [12]}, 'expect': {}},
