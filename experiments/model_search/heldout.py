@@ -69,6 +69,11 @@ def num(s):
         return math.nan
 
 
+def factors(term):
+    """A term's factors, in any order: 'p^(-1) * n^2' and 'n^2 * p^(-1)' are the same term."""
+    return {x.strip() for x in term.split('*') if x.strip()}
+
+
 def powers(term):
     """The factor powers of a term without its log factors: 'n^2 * log2(n) * p^(-1)' ->
     {'n^2', 'p^(-1)'} (Extra-P's lead order up to logarithms)."""
@@ -79,11 +84,17 @@ def is_heldout(row, heldout):
     return any(num(row[f]) in levels for f, levels in heldout.items())
 
 
-def analyse(inv, db, design, spec, work):
-    r = run([inv, 'results', 'export', '--db', db, '--design', design, '--format', 'csv'])
-    if r.returncode != 0:
-        return {'design': design, 'error': r.stderr.strip()}
-    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+def analyse(inv, db, design, spec, work, data=None):
+    if data:
+        # The runs exported before (`results export --format csv`), e.g. a deterministic
+        # simulated design's, instead of the database.
+        with open(data, newline='') as f:
+            rows = list(csv.DictReader(f))
+    else:
+        r = run([inv, 'results', 'export', '--db', db, '--design', design, '--format', 'csv'])
+        if r.returncode != 0:
+            return {'design': design, 'error': r.stderr.strip()}
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
     out = {'design': design, 'factors': spec['factors'], 'runs': len(rows),
            'heldout_levels': spec['heldout'], 'responses': [], 'checks': []}
     if not rows:
@@ -116,10 +127,12 @@ def analyse(inv, db, design, spec, work):
             continue
         sel = json.loads(r.stdout)['responses'][0]['selected']
         res.update({'formula': sel['formula'], 'terms': sel['terms'],
-                    'cv_error': sel['cv_error'], 'train_error': sel['train_error']})
+                    'cv_error': sel['cv_error'], 'train_error': sel['train_error'],
+                    'coefficients': {c['term']: c['value'] for c in sel['coefficients']}})
         for want in spec['expect'].get(resp, []):
             out['checks'].append({'response': resp, 'term': want,
-                                  'found': want in sel['terms'],
+                                  'found': any(factors(t) == factors(want)
+                                               for t in sel['terms']),
                                   'powers_found': any(powers(t) == powers(want)
                                                       for t in sel['terms'])})
         points = {}
@@ -154,14 +167,17 @@ def analyse(inv, db, design, spec, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--invmw', required=True)
-    ap.add_argument('--db', required=True)
+    ap.add_argument('--db', help='results database (or --data)')
+    ap.add_argument('--data', help='CSV of one design\'s runs instead of --db')
     ap.add_argument('--design', action='append', required=True, choices=sorted(SPECS))
     ap.add_argument('--out', required=True, help='JSON file to write (temporary name + rename)')
     a = ap.parse_args()
+    if bool(a.db) == bool(a.data) or (a.data and len(a.design) != 1):
+        ap.error('give --db, or --data with one --design')
     doc = {'designs': []}
     with tempfile.TemporaryDirectory() as work:
         for d in a.design:
-            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work))
+            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work, a.data))
     tmp = a.out + '.tmp%d' % os.getpid()
     with open(tmp, 'w') as f:
         json.dump(doc, f, indent=2)
