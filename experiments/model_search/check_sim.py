@@ -55,8 +55,12 @@ def search(inv, design, data, work):
     return {x['response']: x for x in d.get('responses', [])}
 
 
-def bounded(res, what, mean_max, worst_max):
+def bounded(res, what, mean_max, worst_max, p16_max):
     errs = [h['rel_error'] for h in res.get('heldout', [])]
+    p16 = [h['rel_error'] for h in res.get('heldout', []) if h['point']['p'] == 16]
+    check(p16 and max(p16) < p16_max,
+          f'{what}: at p = 16 (twice the calibrated p) worst {max(p16 or [math.nan]):.1%} < '
+          f'{p16_max:.0%}')
     check(len(errs) == 15 and all(math.isfinite(e) for e in errs),
           f'{what}: 15 held-out points (p = 16, 32, 63) with finite errors: {len(errs)}')
     if errs:
@@ -109,17 +113,20 @@ def main():
             check(abs(lead / OPAL_N2P - 1) < 0.02,
                   f'opal t_par_comp: n^2/p coefficient {lead:.5g} within 2% of the declared '
                   f'flops {OPAL_N2P:.5g}')
-        bounded(comp, 'opal t_par_comp', 0.08, 0.25)
+        bounded(comp, 'opal t_par_comp', 0.08, 0.25, 0.03)
         mw = search(a.invmw, 'search-master-worker-sim', data['search-master-worker-sim'],
                     work).get('wall_s', {})
         mcoef = mw.get('coefficients', {})
         lead = mcoef.get('tasks * p^(-1)', mcoef.get('p^(-1) * tasks'))
         check(lead is not None, f'master-worker wall_s: tasks/p among the terms {mw.get("terms")}')
         if lead is not None:
-            check(abs(lead / MW_TP - 1) < 0.05,
-                  f'master-worker wall_s: tasks/p coefficient {lead:.5g} within 5% of the '
-                  f'declared flops {MW_TP:.5g} (plus the messages)')
-        bounded(mw, 'master-worker wall_s', 0.30, 0.60)
+            # At least the declared computation per task; the rest is the task's messages.
+            check(MW_TP <= lead < 1.25 * MW_TP,
+                  f'master-worker wall_s: tasks/p coefficient {lead:.5g} in [1, 1.25] x the '
+                  f'declared flops\' {MW_TP:.5g} s per task')
+        # p = 63: the master's sends (about 0.33 ms a task) become the bottleneck, which p <= 8
+        # do not show (docs/fitter.md): the bound only catches a broken search.
+        bounded(mw, 'master-worker wall_s', 0.30, 0.70, 0.10)
     print('%d failure(s)' % len(failures))
     return 1 if failures else 0
 

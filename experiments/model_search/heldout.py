@@ -84,7 +84,7 @@ def is_heldout(row, heldout):
     return any(num(row[f]) in levels for f, levels in heldout.items())
 
 
-def analyse(inv, db, design, spec, work, data=None):
+def analyse(inv, db, design, spec, work, data=None, max_terms=None):
     if data:
         # The runs exported before (`results export --format csv`), e.g. a deterministic
         # simulated design's, instead of the database.
@@ -121,6 +121,8 @@ def analyse(inv, db, design, spec, work, data=None):
                '--json']
         if resp in spec['compute']:
             cmd += ['--compute', resp]
+        if max_terms:
+            cmd += ['--max-terms', str(max_terms)]
         r = run(cmd)
         if r.returncode != 0:
             res['error'] = r.stderr.strip()
@@ -168,6 +170,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--invmw', required=True)
     ap.add_argument('--db', help='results database (or --data)')
+    ap.add_argument('--max-terms', type=int, help='passed to model search')
     ap.add_argument('--data', help='CSV of one design\'s runs instead of --db')
     ap.add_argument('--design', action='append', required=True, choices=sorted(SPECS))
     ap.add_argument('--out', required=True, help='JSON file to write (temporary name + rename)')
@@ -177,7 +180,7 @@ def main():
     doc = {'designs': []}
     with tempfile.TemporaryDirectory() as work:
         for d in a.design:
-            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work, a.data))
+            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work, a.data, a.max_terms))
     tmp = a.out + '.tmp%d' % os.getpid()
     with open(tmp, 'w') as f:
         json.dump(doc, f, indent=2)
