@@ -52,6 +52,10 @@ def search(inv, design, data, work):
         return {}
     d = json.load(open(out))['designs'][0]
     check('error' not in d, f'{design}: split: {d.get("error")}')
+    # heldout.py's record of the expected term (written p^(-1) * n^2 in SPECS, n^2 * p^(-1) by
+    # the search: the same term).
+    for c in d.get('checks', []):
+        check(c['found'], f'{design}: heldout.py records {c["response"]} has {c["term"]}')
     return {x['response']: x for x in d.get('responses', [])}
 
 
