@@ -118,6 +118,15 @@ def main():
                   f'opal t_par_comp: n^2/p coefficient {lead:.5g} within 2% of the declared '
                   f'flops {OPAL_N2P:.5g}')
         bounded(comp, 'opal t_par_comp', 0.08, 0.25, 0.03)
+        # The wall time: the servers' computation falling as n^2/p and the coordinate messages
+        # rising as n p (the Opal model's t_par_comp + t_comm), so it extrapolates in p.
+        wall = opal.get('t_wall', {})
+        check({'1', 'n^2 * p^(-1)', 'n * p'} == set(wall.get('terms', [])),
+              f'opal t_wall: terms 1, n^2/p, n p: {wall.get("formula")}')
+        wc = wall.get('coefficients', {}).get('n^2 * p^(-1)')
+        check(wc is not None and abs(wc / OPAL_N2P - 1) < 0.02,
+              f'opal t_wall: n^2/p coefficient {wc} within 2% of the declared flops')
+        bounded(wall, 'opal t_wall', 0.06, 0.10, 0.04)
         mw = search(a.invmw, 'search-master-worker-sim', data['search-master-worker-sim'],
                     work).get('wall_s', {})
         mcoef = mw.get('coefficients', {})

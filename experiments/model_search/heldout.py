@@ -44,7 +44,7 @@ SPECS = {
     'search-opal-sim': {
         'factors': ['n', 'p'], 'responses': ['t_wall', 't_par_comp', 't_comm'],
         'compute': ['t_par_comp'], 'heldout': {'p': [16, 32, 63]},
-        'expect': {'t_par_comp': ['p^(-1) * n^2']}},
+        'expect': {'t_par_comp': ['p^(-1) * n^2'], 't_wall': ['p^(-1) * n^2', 'n * p']}},
     'search-master-worker-sim': {
         'factors': ['tasks', 'p'], 'responses': ['wall_s'], 'compute': [],
         'heldout': {'p': [16, 32, 63]}, 'expect': {'wall_s': ['p^(-1) * tasks']}},
