@@ -450,15 +450,26 @@ SearchResult SearchModel(const DataTable& data, const std::string& response,
         std::stable_sort(
             singles.begin(), singles.end(),
             [](const Hypothesis* a, const Hypothesis* b) { return a->train_rms < b->train_rms; });
-        for (size_t n = 0; n < singles.size() && static_cast<int>(n) < o.per_factor; ++n) {
-          const FactorPower& t = singles[n]->terms[1][0];
-          std::pair<int, double> v{static_cast<int>(n), singles[n]->train_rms};
+        auto note = [&](const FactorPower& t, std::pair<int, double> v) {
           auto it = rank.find(t);
           if (it == rank.end())
             rank[t] = v;
           else if (v < it->second)
             it->second = v;
-        }
+        };
+        for (size_t n = 0; n < singles.size() && static_cast<int>(n) < o.per_factor; ++n)
+          note(singles[n]->terms[1][0], {static_cast<int>(n), singles[n]->train_rms});
+        // The terms of the line's best two-term hypothesis too: a term that only shows beside
+        // another (communication rising in p under computation falling in p) is never a valid
+        // one-term hypothesis of the line, since alone its coefficient is negative. Only when
+        // the pair halves the best single term's error: a pair that merely fits noise better
+        // would widen the combinations (and the chance of over-fitting) for nothing.
+        const Hypothesis* pair = nullptr;
+        for (const auto& h : one.valid)
+          if (h.terms.size() == 3 && (!pair || h.train_rms < pair->train_rms)) pair = &h;
+        if (pair && (singles.empty() || pair->train_rms < 0.5 * singles[0]->train_rms))
+          for (size_t i = 1; i < pair->terms.size(); ++i)
+            note(pair->terms[i][0], {1, pair->train_rms});
         return true;
       };
       bool any = false;

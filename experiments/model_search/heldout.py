@@ -40,6 +40,14 @@ SPECS = {
     'search-master-worker-quick': {
         'factors': ['tasks', 'p'], 'responses': ['wall_s'], 'compute': [],
         'heldout': {'p': [5]}, 'expect': {}},
+    # Simulated clusters (deterministic): calibrated at p <= 8, predicting p = 16, 32, 63.
+    'search-opal-sim': {
+        'factors': ['n', 'p'], 'responses': ['t_wall', 't_par_comp', 't_comm'],
+        'compute': ['t_par_comp'], 'heldout': {'p': [16, 32, 63]},
+        'expect': {'t_par_comp': ['p^(-1) * n^2'], 't_wall': ['p^(-1) * n^2', 'n * p']}},
+    'search-master-worker-sim': {
+        'factors': ['tasks', 'p'], 'responses': ['wall_s'], 'compute': [],
+        'heldout': {'p': [16, 32, 63]}, 'expect': {'wall_s': ['p^(-1) * tasks']}},
     'lammps': {
         'factors': ['n', 'p'], 'responses': ['wall_s'], 'compute': [],
         'heldout': {'p': [7], 'n': [12]}, 'expect': {}},
@@ -61,6 +69,11 @@ def num(s):
         return math.nan
 
 
+def factors(term):
+    """A term's factors, in any order: 'p^(-1) * n^2' and 'n^2 * p^(-1)' are the same term."""
+    return {x.strip() for x in term.split('*') if x.strip()}
+
+
 def powers(term):
     """The factor powers of a term without its log factors: 'n^2 * log2(n) * p^(-1)' ->
     {'n^2', 'p^(-1)'} (Extra-P's lead order up to logarithms)."""
@@ -71,11 +84,17 @@ def is_heldout(row, heldout):
     return any(num(row[f]) in levels for f, levels in heldout.items())
 
 
-def analyse(inv, db, design, spec, work):
-    r = run([inv, 'results', 'export', '--db', db, '--design', design, '--format', 'csv'])
-    if r.returncode != 0:
-        return {'design': design, 'error': r.stderr.strip()}
-    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+def analyse(inv, db, design, spec, work, data=None, max_terms=None):
+    if data:
+        # The runs exported before (`results export --format csv`), e.g. a deterministic
+        # simulated design's, instead of the database.
+        with open(data, newline='') as f:
+            rows = list(csv.DictReader(f))
+    else:
+        r = run([inv, 'results', 'export', '--db', db, '--design', design, '--format', 'csv'])
+        if r.returncode != 0:
+            return {'design': design, 'error': r.stderr.strip()}
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
     out = {'design': design, 'factors': spec['factors'], 'runs': len(rows),
            'heldout_levels': spec['heldout'], 'responses': [], 'checks': []}
     if not rows:
@@ -102,16 +121,20 @@ def analyse(inv, db, design, spec, work):
                '--json']
         if resp in spec['compute']:
             cmd += ['--compute', resp]
+        if max_terms:
+            cmd += ['--max-terms', str(max_terms)]
         r = run(cmd)
         if r.returncode != 0:
             res['error'] = r.stderr.strip()
             continue
         sel = json.loads(r.stdout)['responses'][0]['selected']
         res.update({'formula': sel['formula'], 'terms': sel['terms'],
-                    'cv_error': sel['cv_error'], 'train_error': sel['train_error']})
+                    'cv_error': sel['cv_error'], 'train_error': sel['train_error'],
+                    'coefficients': {c['term']: c['value'] for c in sel['coefficients']}})
         for want in spec['expect'].get(resp, []):
             out['checks'].append({'response': resp, 'term': want,
-                                  'found': want in sel['terms'],
+                                  'found': any(factors(t) == factors(want)
+                                               for t in sel['terms']),
                                   'powers_found': any(powers(t) == powers(want)
                                                       for t in sel['terms'])})
         points = {}
@@ -146,14 +169,18 @@ def analyse(inv, db, design, spec, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--invmw', required=True)
-    ap.add_argument('--db', required=True)
+    ap.add_argument('--db', help='results database (or --data)')
+    ap.add_argument('--max-terms', type=int, help='passed to model search')
+    ap.add_argument('--data', help='CSV of one design\'s runs instead of --db')
     ap.add_argument('--design', action='append', required=True, choices=sorted(SPECS))
     ap.add_argument('--out', required=True, help='JSON file to write (temporary name + rename)')
     a = ap.parse_args()
+    if bool(a.db) == bool(a.data) or (a.data and len(a.design) != 1):
+        ap.error('give --db, or --data with one --design')
     doc = {'designs': []}
     with tempfile.TemporaryDirectory() as work:
         for d in a.design:
-            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work))
+            doc['designs'].append(analyse(a.invmw, a.db, d, SPECS[d], work, a.data, a.max_terms))
     tmp = a.out + '.tmp%d' % os.getpid()
     with open(tmp, 'w') as f:
         json.dump(doc, f, indent=2)
