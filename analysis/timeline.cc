@@ -95,20 +95,23 @@ struct WaitCandidate {
 };
 
 // One top-level MPI call (or pause) of a rank.
+// Fields ordered without padding (48 bytes): every call of every rank is held until the
+// collectives are matched.
 struct Call {
   double start = 0, end = 0;
-  double flush = 0;    // time in invmw:flush inside the call
-  uint32_t calls = 1;  // a coalesced visit of unsuccessful tests stands for several
+  double flush = 0;        // time in invmw:flush inside the call
+  double wait_until = -1;  // resolved wait (-1 none)
+  uint32_t calls = 1;      // a coalesced visit of unsuccessful tests stands for several
+  int32_t wait_rank = -1;
   Kind kind = Kind::kOtherMpi;
   bool p2p_data = false;   // completed or started a message
   bool coll_done = false;  // completed (part of) a collective
   bool coll_data = false;  // ... that moved data
   uint16_t phase = 0;
-  double wait_until = -1;  // resolved wait (-1 none)
-  int32_t wait_rank = -1;
   Category wait_cat = kIdle;
   bool cut_off = false;  // the run ended inside the call: all of it was waiting
 };
+static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
 
 // One rank's part in one collective operation.
 struct Participation {
@@ -728,6 +731,7 @@ Timelines BuildTimelines(const Trace& t,
       if (l == loc) scan.Feed(e);
     });
     scan.Finish();
+    work[i].calls.shrink_to_fit();  // kept for all ranks until the collectives are matched
     std::vector<std::pair<uint64_t, int32_t>>().swap(msg_of_event[loc]);
   });
   for (auto& rp : rank_parts) {
@@ -735,10 +739,14 @@ Timelines BuildTimelines(const Trace& t,
     std::vector<Participation>().swap(rp);
   }
   MatchCollectives(t.comms, parts, by_rank, out);
+  std::vector<Participation>().swap(parts);
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
   out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
-  ParallelFor(work.size(), threads, [&](size_t i) { Segments(work[i]); });
+  ParallelFor(work.size(), threads, [&](size_t i) {
+    Segments(work[i]);
+    std::vector<Call>().swap(work[i].calls);  // the segments say it all now
+  });
   for (auto& w : work) {
     for (const auto& s : w.tl->segments)
       if (s.jump_rank >= 0 && s.jump_rank <= max_rank)

@@ -794,8 +794,19 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     for (size_t li = 0; li < st.entered.size(); ++li)
       for (size_t r = 0; r < st.entered[li].size(); ++r)
         if (st.entered[li][r]) t.locations[li].regions_entered.push_back(uint32_t(r));
-    s.sends.insert(s.sends.end(), st.sends.begin(), st.sends.end());
-    s.recvs.insert(s.recvs.end(), st.recvs.begin(), st.recvs.end());
+    // Moved, not copied, part by part: these lists are most of a streaming first pass's memory.
+    if (s.sends.empty()) {
+      s.sends.swap(st.sends);
+    } else {
+      s.sends.insert(s.sends.end(), st.sends.begin(), st.sends.end());
+      std::vector<PendingSend>().swap(st.sends);
+    }
+    if (s.recvs.empty()) {
+      s.recvs.swap(st.recvs);
+    } else {
+      s.recvs.insert(s.recvs.end(), st.recvs.begin(), st.recvs.end());
+      std::vector<PendingRecv>().swap(st.recvs);
+    }
     for (auto& [key, p] : st.posted) s.posted_more.push_back(p);
   }
   MatchMessages(s);
