@@ -746,6 +746,9 @@ Timelines BuildTimelines(const Trace& t,
   ParallelFor(work.size(), threads, [&](size_t i) {
     Segments(work[i]);
     std::vector<Call>().swap(work[i].calls);  // the segments say it all now
+    // A rank has more segments than the reserve guessed: without the slack of the last
+    // doubling, they are held for all ranks until the critical path is found.
+    work[i].tl->segments.shrink_to_fit();
   });
   for (auto& w : work) {
     for (const auto& s : w.tl->segments)
