@@ -491,7 +491,7 @@ void Segments(RankWork& w) {
   segs.reserve(w.calls.size() * 2 + w.marks.size() + 1);
   size_t mi = 0;  // next phase mark
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
-  auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1, double jt = 0) {
+  auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
     Segment s;
     s.start = a;
@@ -499,7 +499,6 @@ void Segments(RankWork& w) {
     s.cat = c;
     s.phase = ph;
     s.jump_rank = jr;
-    s.jump_time = jt;
     segs.push_back(s);
   };
   // Computation from a to b, cut where the phase changes.
@@ -529,7 +528,7 @@ void Segments(RankWork& w) {
     }
     if (c.wait_until > a && c.wait_rank >= 0) {
       const double u = std::min(c.wait_until, e);
-      add(a, u, c.wait_cat, c.phase, c.wait_rank, u);
+      add(a, u, c.wait_cat, c.phase, c.wait_rank);  // the partner arrived at u
       a = u;
     }
     const double flush = std::min(c.flush, e - a);

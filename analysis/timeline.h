@@ -50,7 +50,7 @@ namespace invmw::analysis {
 
 struct Segment {
   double start = 0, end = 0;
-  double jump_time = 0;    // waits: when the partner arrived (the wait's end unless cut)
+  // A wait ends when its partner arrived: the critical path jumps to the partner at `end`.
   int32_t jump_rank = -1;  // waits: the late partner (world rank), -1 none
   uint16_t phase = 0;      // index into Timelines::phase_names
   Category cat = kComputation;
