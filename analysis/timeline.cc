@@ -484,15 +484,18 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
 }
 
 // Pass 2: calls and the gaps between them as segments.
-void Segments(RankWork& w) {
+// count_only: the number of segments, nothing changed (the vector is then reserved exactly: it
+// is held for every rank until the critical path is found).
+size_t CutSegments(RankWork& w, bool count_only) {
   RankTimeline& tl = *w.tl;
   auto& segs = tl.segments;
-  segs.clear();
-  segs.reserve(w.calls.size() * 2 + w.marks.size() + 1);
+  size_t n = 0;
   size_t mi = 0;  // next phase mark
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
   auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
+    ++n;
+    if (count_only) return;
     Segment s;
     s.start = a;
     s.end = b;
@@ -517,7 +520,7 @@ void Segments(RankWork& w) {
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
     gap(t, s);
-    tl.calls += c.calls;
+    if (!count_only) tl.calls += c.calls;
     double a = s;
     if (c.cut_off) {
       // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
@@ -559,6 +562,15 @@ void Segments(RankWork& w) {
     t = e;
   }
   gap(t, tl.end);
+  return n;
+}
+
+void Segments(RankWork& w) {
+  std::vector<Segment>& segs = w.tl->segments;
+  segs.clear();
+  segs.shrink_to_fit();
+  segs.reserve(CutSegments(w, true));
+  CutSegments(w, false);
 }
 
 // fn(i) for i in [0, n) on `threads` threads (the calling one included), i striped over them.
@@ -733,6 +745,9 @@ Timelines BuildTimelines(const Trace& t,
     work[i].calls.shrink_to_fit();  // kept for all ranks until the collectives are matched
     std::vector<std::pair<uint64_t, int32_t>>().swap(msg_of_event[loc]);
   });
+  size_t nparts = 0;
+  for (const auto& rp : rank_parts) nparts += rp.size();
+  parts.reserve(nparts);
   for (auto& rp : rank_parts) {
     parts.insert(parts.end(), rp.begin(), rp.end());
     std::vector<Participation>().swap(rp);
@@ -745,9 +760,6 @@ Timelines BuildTimelines(const Trace& t,
   ParallelFor(work.size(), threads, [&](size_t i) {
     Segments(work[i]);
     std::vector<Call>().swap(work[i].calls);  // the segments say it all now
-    // A rank has more segments than the reserve guessed: without the slack of the last
-    // doubling, they are held for all ranks until the critical path is found.
-    work[i].tl->segments.shrink_to_fit();
   });
   for (auto& w : work) {
     for (const auto& s : w.tl->segments)

@@ -461,6 +461,9 @@ void MatchMessages(State& s) {
   }
   std::map<Key, std::vector<const PendingSend*>> sends;
   std::map<Key, std::vector<const PendingRecv*>> recvs;
+  // At most one message per send: without the slack of doubling, which would stay for the
+  // trace's life (most of a streaming analysis' memory is messages).
+  t.messages.reserve(std::min(s.sends.size(), s.recvs.size()));
   for (const auto& x : s.sends) sends[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
   for (const auto& x : s.recvs) recvs[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
   for (auto& [key, list] : sends) {

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(argv[1], ro);
     const double read_s = secs(t0);
     const double read_cpu = CpuSeconds() - c0;
+    const long read_hwm_kib = VmHwmKiB();  // the first pass's peak when streaming
     uint64_t events = 0;
     for (const auto& l : trace.locations) events += l.event_count;
     auto t1 = Clock::now();
@@ -76,10 +77,11 @@ int main(int argc, char** argv) {
         "threads %d (%s): %llu events, wall: read %.3f s, analyze %.3f s, json %.3f s, total %.3f "
         "s "
         "= %.2f M events/s; CPU: read %.3f s, analyze %.3f s, total %.3f s = %.2f M events per "
-        "CPU-s; VmHWM %.0f MiB; critical path %.6f s\n",
+        "CPU-s; VmHWM %.0f MiB (%.0f MiB after reading); critical path %.6f s\n",
         threads, stream ? "stream" : "memory", (unsigned long long)events, read_s, analyze_s,
         json_s, total, double(events) / total / 1e6, read_cpu, analyze_cpu, cpu,
-        double(events) / cpu / 1e6, double(VmHwmKiB()) / 1024, a.critical_path.length);
+        double(events) / cpu / 1e6, double(VmHwmKiB()) / 1024, double(read_hwm_kib) / 1024,
+        a.critical_path.length);
     // On a machine whose other cores are busy, wall times say little: the reader threads' CPU
     // times say what the split costs and how evenly it divides the work.
     double sum = 0, max = 0;
