@@ -77,6 +77,9 @@ int AnalyzeVerb(int argc, char** argv) {
   try {
     invmw::otf2::ReadOptions ro;
     ro.threads = threads;
+    // Two passes: the first keeps what matching needs, the second streams each rank's events
+    // (BuildTimelines), so memory grows with messages and calls, not with every event.
+    ro.keep_events = false;
     const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor, ro);
     // invmw's traces hold no MPI_Init/MPI_Finalize records: the windows come from raw/.
     options.rank_windows = RankWindowsFromRun(dir.string(), trace);

@@ -36,7 +36,7 @@ CriticalPath FindCriticalPath(const Timelines& tl) {
     if (wait && stalls < max_stalls) {
       auto j = index.find(s.jump_rank);
       if (j != index.end()) {
-        const double nt = std::min(t, s.jump_time);
+        const double nt = std::min(t, s.end);
         ++stalls;
         r = j->second;
         t = nt;

@@ -95,20 +95,23 @@ struct WaitCandidate {
 };
 
 // One top-level MPI call (or pause) of a rank.
+// Fields ordered without padding (48 bytes): every call of every rank is held until the
+// collectives are matched.
 struct Call {
   double start = 0, end = 0;
-  double flush = 0;    // time in invmw:flush inside the call
-  uint32_t calls = 1;  // a coalesced visit of unsuccessful tests stands for several
+  double flush = 0;        // time in invmw:flush inside the call
+  double wait_until = -1;  // resolved wait (-1 none)
+  uint32_t calls = 1;      // a coalesced visit of unsuccessful tests stands for several
+  int32_t wait_rank = -1;
   Kind kind = Kind::kOtherMpi;
   bool p2p_data = false;   // completed or started a message
   bool coll_done = false;  // completed (part of) a collective
   bool coll_data = false;  // ... that moved data
   uint16_t phase = 0;
-  double wait_until = -1;  // resolved wait (-1 none)
-  int32_t wait_rank = -1;
   Category wait_cat = kIdle;
   bool cut_off = false;  // the run ended inside the call: all of it was waiting
 };
+static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
 
 // One rank's part in one collective operation.
 struct Participation {
@@ -149,13 +152,13 @@ struct PhaseTable {
 
 // Pass 1 over one location: top-level calls with their point-to-point wait candidates and
 // collective participations; the window; phase marks.
+// The events arrive one at a time (Feed), so the location's events need not be in memory.
 class LocationScanner {
  public:
   LocationScanner(const Trace& t, const std::vector<Kind>& kinds,
-                  const std::vector<int32_t>& msg_of_event, PhaseSource source, PhaseTable& phases,
-                  RankWork& w, std::vector<Participation>& parts)
+                  const std::vector<std::pair<uint64_t, int32_t>>& msg_of_event, PhaseSource source,
+                  PhaseTable& phases, RankWork& w, std::vector<Participation>& parts)
       : t_(t),
-        ev_(t.locations[w.tl->location].events),
         kinds_(kinds),
         msg_of_event_(msg_of_event),
         source_(source),
@@ -165,7 +168,7 @@ class LocationScanner {
         parts_(parts),
         parts_begin_(parts.size()) {}
 
-  void Run(double default_start, double default_end) {
+  void Begin(double default_start, double default_end) {
     tl_.start = default_start;
     tl_.end = default_end;
     if (source_ == PhaseSource::kPcontrol)
@@ -174,11 +177,30 @@ class LocationScanner {
       Mark(tl_.start, phases_.Get("(outside regions)"));
     else
       Mark(tl_.start, phases_.Get("run"));
-    for (size_t i = 0; i < ev_.size(); ++i)
-      if (!Event(i)) break;  // nothing after MPI_Finalize is analysed
+  }
+
+  // The location's next event.
+  void Feed(const TraceEvent& e) {
+    const size_t i = index_++;
+    last_time_ = e.time;
+    if (done_) return;  // nothing after MPI_Finalize is analysed
+    if (pcontrol_pending_) {
+      // MPI_Pcontrol(0) is followed at once by the paused region; it pauses, it does not
+      // start a phase.
+      pcontrol_pending_ = false;
+      const bool pauses = e.type == TraceEvent::kEnter && e.region < kinds_.size() &&
+                          kinds_[e.region] == Kind::kPaused;
+      if (!pauses) PcontrolPhase();
+    }
+    if (!Event(e, i)) done_ = true;
+  }
+
+  void Finish() {
+    if (pcontrol_pending_ && !done_) PcontrolPhase();
+    pcontrol_pending_ = false;
     if (tl_.end < tl_.start) tl_.end = tl_.start;
     if (in_call_) {  // a call still open at the end of a partial trace
-      cur_.end = ev_.back().time;
+      cur_.end = last_time_;
       if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) w_.calls.push_back(cur_);
     }
   }
@@ -190,21 +212,32 @@ class LocationScanner {
     w_.marks.push_back({time, p});
   }
 
+  void PcontrolPhase() {
+    Mark(pcontrol_time_, phases_.Get("pcontrol " + std::to_string(++pcontrol_phases_)));
+  }
+
+  // The message (index into Trace::messages) of event i, -1 none; i only grows.
+  int32_t MessageOf(size_t i) {
+    while (msg_next_ < msg_of_event_.size() && msg_of_event_[msg_next_].first < i) ++msg_next_;
+    return msg_next_ < msg_of_event_.size() && msg_of_event_[msg_next_].first == i
+               ? msg_of_event_[msg_next_].second
+               : -1;
+  }
+
   // Event i; false when the scan ends there.
-  bool Event(size_t i) {
-    const TraceEvent& e = ev_[i];
+  bool Event(const TraceEvent& e, size_t i) {
     switch (e.type) {
       case TraceEvent::kEnter:
         Enter(e);
         return true;
       case TraceEvent::kLeave:
-        return Leave(i);
+        return Leave(e);
       case TraceEvent::kMpiSend:
       case TraceEvent::kMpiIsend:
       case TraceEvent::kMpiIsendComplete:
       case TraceEvent::kMpiRecv:
       case TraceEvent::kMpiIrecv:
-        PointToPoint(i);
+        PointToPoint(e, i);
         return true;
       case TraceEvent::kNonBlockingCollectiveRequest:
         nbc_init_[e.request] = in_call_ ? cur_.start : e.time;
@@ -241,8 +274,7 @@ class LocationScanner {
     stack_.assign(1, k);
   }
 
-  bool Leave(size_t i) {
-    const TraceEvent& e = ev_[i];
+  bool Leave(const TraceEvent& e) {
     if (!in_call_) {
       if (!user_.empty()) {
         user_.pop_back();
@@ -259,7 +291,7 @@ class LocationScanner {
     cur_.end = e.time;
     cur_.cut_off = e.cut_off;
     ResolveWait();
-    return EndCall(i);
+    return EndCall(e);
   }
 
   // The latest moment the finished call must have waited for, over its candidates.
@@ -275,8 +307,8 @@ class LocationScanner {
     }
   }
 
-  // Files the call that ended at event i; false after MPI_Finalize.
-  bool EndCall(size_t i) {
+  // Files the call that ended at event e; false after MPI_Finalize.
+  bool EndCall(const TraceEvent& e) {
     if (cur_.kind == Kind::kInit) {
       tl_.start = cur_.end;
       // Anything before the end of MPI_Init lies outside the window.
@@ -291,25 +323,21 @@ class LocationScanner {
     }
     w_.calls.push_back(cur_);
     if (cur_.kind == Kind::kPcontrol && source_ == PhaseSource::kPcontrol) {
-      // MPI_Pcontrol(0) is followed at once by the paused region; it pauses, it does not
-      // start a phase.
-      const size_t n = ev_.size();
-      const bool pauses = i + 1 < n && ev_[i + 1].type == TraceEvent::kEnter &&
-                          ev_[i + 1].region < kinds_.size() &&
-                          kinds_[ev_[i + 1].region] == Kind::kPaused;
-      if (!pauses) Mark(ev_[i].time, phases_.Get("pcontrol " + std::to_string(++pcontrol_phases_)));
+      // Whether it starts a phase depends on the next event (Feed).
+      pcontrol_pending_ = true;
+      pcontrol_time_ = e.time;
     }
     return true;
   }
 
   // Messages: what they add to the rank's counts, and the wait candidates of the current call.
-  void PointToPoint(size_t i) {
-    const TraceEvent& e = ev_[i];
+  void PointToPoint(const TraceEvent& e, size_t i) {
+    const int32_t mi = MessageOf(i);
     const auto& messages = t_.messages;
     switch (e.type) {
       case TraceEvent::kMpiSend: {
         if (!in_call_) break;
-        const int32_t m = msg_of_event_[i];
+        const int32_t m = mi;
         cur_.p2p_data = true;
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
@@ -320,7 +348,7 @@ class LocationScanner {
         if (in_call_) cur_.p2p_data = true;
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
-        if (msg_of_event_[i] >= 0) isend_msg_[e.request] = msg_of_event_[i];
+        if (mi >= 0) isend_msg_[e.request] = mi;
         break;
       }
       case TraceEvent::kMpiIsendComplete: {
@@ -336,7 +364,7 @@ class LocationScanner {
       default: {  // kMpiRecv, kMpiIrecv
         if (!in_call_) break;
         cur_.p2p_data = true;
-        const int32_t m = msg_of_event_[i];
+        const int32_t m = mi;
         if (m >= 0) cands_.push_back({messages[m].send_time, messages[m].src, false});
         break;
       }
@@ -360,9 +388,14 @@ class LocationScanner {
   }
 
   const Trace& t_;
-  const std::vector<TraceEvent>& ev_;
   const std::vector<Kind>& kinds_;
-  const std::vector<int32_t>& msg_of_event_;
+  const std::vector<std::pair<uint64_t, int32_t>>& msg_of_event_;  // by event index
+  size_t msg_next_ = 0;
+  size_t index_ = 0;  // of the next event
+  double last_time_ = 0;
+  bool done_ = false;
+  bool pcontrol_pending_ = false;
+  double pcontrol_time_ = 0;
   const PhaseSource source_;
   PhaseTable& phases_;
   RankWork& w_;
@@ -381,13 +414,6 @@ class LocationScanner {
   uint16_t phase_ = 0;
   int pcontrol_phases_ = 0;
 };
-
-void ScanLocation(const Trace& t, const std::vector<Kind>& kinds,
-                  const std::vector<int32_t>& msg_of_event, PhaseSource source, PhaseTable& phases,
-                  double default_start, double default_end, RankWork& w,
-                  std::vector<Participation>& parts) {
-  LocationScanner(t, kinds, msg_of_event, source, phases, w, parts).Run(default_start, default_end);
-}
 
 bool OneToAll(uint32_t op) {
   return op == OTF2_COLLECTIVE_OP_BCAST || op == OTF2_COLLECTIVE_OP_SCATTER ||
@@ -458,22 +484,24 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
 }
 
 // Pass 2: calls and the gaps between them as segments.
-void Segments(RankWork& w) {
+// count_only: the number of segments, nothing changed (the vector is then reserved exactly: it
+// is held for every rank until the critical path is found).
+size_t CutSegments(RankWork& w, bool count_only) {
   RankTimeline& tl = *w.tl;
   auto& segs = tl.segments;
-  segs.clear();
-  segs.reserve(w.calls.size() * 2 + w.marks.size() + 1);
+  size_t n = 0;
   size_t mi = 0;  // next phase mark
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
-  auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1, double jt = 0) {
+  auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
+    ++n;
+    if (count_only) return;
     Segment s;
     s.start = a;
     s.end = b;
     s.cat = c;
     s.phase = ph;
     s.jump_rank = jr;
-    s.jump_time = jt;
     segs.push_back(s);
   };
   // Computation from a to b, cut where the phase changes.
@@ -492,7 +520,7 @@ void Segments(RankWork& w) {
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
     gap(t, s);
-    tl.calls += c.calls;
+    if (!count_only) tl.calls += c.calls;
     double a = s;
     if (c.cut_off) {
       // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
@@ -503,7 +531,7 @@ void Segments(RankWork& w) {
     }
     if (c.wait_until > a && c.wait_rank >= 0) {
       const double u = std::min(c.wait_until, e);
-      add(a, u, c.wait_cat, c.phase, c.wait_rank, u);
+      add(a, u, c.wait_cat, c.phase, c.wait_rank);  // the partner arrived at u
       a = u;
     }
     const double flush = std::min(c.flush, e - a);
@@ -534,6 +562,15 @@ void Segments(RankWork& w) {
     t = e;
   }
   gap(t, tl.end);
+  return n;
+}
+
+void Segments(RankWork& w) {
+  std::vector<Segment>& segs = w.tl->segments;
+  segs.clear();
+  segs.shrink_to_fit();
+  segs.reserve(CutSegments(w, true));
+  CutSegments(w, false);
 }
 
 // fn(i) for i in [0, n) on `threads` threads (the calling one included), i striped over them.
@@ -561,10 +598,36 @@ void ParallelFor(size_t n, int threads, Fn fn) {
     if (e) std::rethrow_exception(e);
 }
 
+// A location's event count and first and last timestamps, from its events when in memory.
+uint64_t NumEvents(const invmw::otf2::TraceLocation& l) {
+  return l.events.empty() ? l.event_count : l.events.size();
+}
+double FirstTime(const invmw::otf2::TraceLocation& l) {
+  return l.events.empty() ? l.first_time : l.events.front().time;
+}
+double LastTime(const invmw::otf2::TraceLocation& l) {
+  return l.events.empty() ? l.last_time : l.events.back().time;
+}
+
 }  // namespace
 
 Timelines BuildTimelines(const Trace& t,
                          const std::map<int32_t, std::pair<double, double>>& windows, int threads) {
+  if (t.events_streamed)
+    return BuildTimelines(t, windows, threads, [&t](int32_t rank, const EventFn& fn) {
+      invmw::otf2::StreamRankEvents(t, rank, fn);
+    });
+  return BuildTimelines(t, windows, threads, [&t](int32_t rank, const EventFn& fn) {
+    auto it = t.locations_of_rank.find(rank);
+    if (it == t.locations_of_rank.end()) return;
+    for (size_t l : it->second)
+      for (const auto& e : t.locations[l].events) fn(l, e);
+  });
+}
+
+Timelines BuildTimelines(const Trace& t,
+                         const std::map<int32_t, std::pair<double, double>>& windows, int threads,
+                         const RankEventSource& source) {
   Timelines out;
   std::vector<Kind> kinds;
   kinds.reserve(t.regions.size());
@@ -582,17 +645,17 @@ Timelines BuildTimelines(const Trace& t,
     for (size_t l : locs)
       if (t.locations[l].id < t.locations[best].id) best = l;
     for (size_t l : locs)
-      if (l != best) out.other_thread_events += t.locations[l].events.size();
+      if (l != best) out.other_thread_events += NumEvents(t.locations[l]);
     main_loc.push_back(int32_t(best));
   }
   // Default windows: the earliest timestamp of the trace to each rank's last sign of life.
   double earliest = std::numeric_limits<double>::infinity();
   std::map<int32_t, double> last_seen;
   for (const auto& l : t.locations)
-    if (!l.events.empty()) {
-      earliest = std::min(earliest, l.events.front().time);
+    if (NumEvents(l) > 0) {
+      earliest = std::min(earliest, FirstTime(l));
       last_seen[l.rank] =
-          std::max(last_seen.count(l.rank) ? last_seen[l.rank] : -1e300, l.events.back().time);
+          std::max(last_seen.count(l.rank) ? last_seen[l.rank] : -1e300, LastTime(l));
     }
   for (const auto& m : t.metric_locations)
     if (!m.samples.empty()) {
@@ -606,27 +669,37 @@ Timelines BuildTimelines(const Trace& t,
     if (m.samples.size() >= 2) sampled[m.rank] = {m.samples.front().time, m.samples.back().time};
   bool used_pcontrol = false, used_user = false;
   if (any_pcontrol || any_user)
-    for (int32_t l : main_loc)
+    for (int32_t l : main_loc) {
       for (const auto& e : t.locations[l].events)
         if (e.type == TraceEvent::kEnter && e.region < kinds.size()) {
           used_pcontrol = used_pcontrol || kinds[e.region] == Kind::kPcontrol;
           used_user = used_user || kinds[e.region] == Kind::kUser;
         }
+      if (t.locations[l].events.empty())
+        for (uint32_t r : t.locations[l].regions_entered)
+          if (r < kinds.size()) {
+            used_pcontrol = used_pcontrol || kinds[r] == Kind::kPcontrol;
+            used_user = used_user || kinds[r] == Kind::kUser;
+          }
+    }
   out.phase_source = used_pcontrol ? PhaseSource::kPcontrol
                      : used_user   ? PhaseSource::kUserRegions
                                    : PhaseSource::kWholeRun;
   PhaseTable phases{&out.phase_names, {}};
 
-  // Message index of each send/receive event on the analysed locations.
-  std::vector<std::vector<int32_t>> msg_of_event(t.locations.size());
-  for (int32_t l : main_loc) msg_of_event[l].assign(t.locations[l].events.size(), -1);
+  // (event index, message index) of the send/receive events on the analysed locations, by
+  // event index: per message, not per event.
+  std::vector<char> analysed(t.locations.size(), 0);
+  for (int32_t l : main_loc) analysed[size_t(l)] = 1;
+  std::vector<std::vector<std::pair<uint64_t, int32_t>>> msg_of_event(t.locations.size());
   for (size_t m = 0; m < t.messages.size(); ++m) {
     const auto& msg = t.messages[m];
-    if (!msg_of_event[msg.send_loc].empty())
-      msg_of_event[msg.send_loc][msg.send_event] = int32_t(m);
-    if (!msg_of_event[msg.recv_loc].empty())
-      msg_of_event[msg.recv_loc][msg.recv_event] = int32_t(m);
+    if (msg.send_loc < analysed.size() && analysed[msg.send_loc])
+      msg_of_event[msg.send_loc].push_back({msg.send_event, int32_t(m)});
+    if (msg.recv_loc < analysed.size() && analysed[msg.recv_loc])
+      msg_of_event[msg.recv_loc].push_back({msg.recv_event, int32_t(m)});
   }
+  for (auto& v : msg_of_event) std::sort(v.begin(), v.end());
 
   out.ranks.resize(main_loc.size());
   std::vector<RankWork> work(main_loc.size());
@@ -644,7 +717,7 @@ Timelines BuildTimelines(const Trace& t,
     out.ranks[i].rank = t.locations[main_loc[i]].rank;
     out.ranks[i].location = size_t(main_loc[i]);
     work[i].tl = &out.ranks[i];
-    out.events += t.locations[main_loc[i]].events.size();
+    out.events += NumEvents(t.locations[main_loc[i]]);
     const int32_t rank = out.ranks[i].rank;
     double start = earliest, end = last_seen.count(rank) ? last_seen[rank] : earliest;
     if (auto it = sampled.find(rank); it != sampled.end()) {
@@ -658,19 +731,36 @@ Timelines BuildTimelines(const Trace& t,
     rank_window[i] = {start, end};
     by_rank[out.ranks[i].rank] = &work[i];
   }
+  // Each rank's events are read (or streamed) and scanned on one thread; ranks in order when
+  // the scan is sequential.
   ParallelFor(main_loc.size(), parallel_scan ? threads : 1, [&](size_t i) {
-    ScanLocation(t, kinds, msg_of_event[main_loc[i]], out.phase_source, phases,
-                 rank_window[i].first, rank_window[i].second, work[i], rank_parts[i]);
+    const size_t loc = size_t(main_loc[i]);
+    LocationScanner scan(t, kinds, msg_of_event[loc], out.phase_source, phases, work[i],
+                         rank_parts[i]);
+    scan.Begin(rank_window[i].first, rank_window[i].second);
+    source(out.ranks[i].rank, [&](size_t l, const TraceEvent& e) {
+      if (l == loc) scan.Feed(e);
+    });
+    scan.Finish();
+    work[i].calls.shrink_to_fit();  // kept for all ranks until the collectives are matched
+    std::vector<std::pair<uint64_t, int32_t>>().swap(msg_of_event[loc]);
   });
+  size_t nparts = 0;
+  for (const auto& rp : rank_parts) nparts += rp.size();
+  parts.reserve(nparts);
   for (auto& rp : rank_parts) {
     parts.insert(parts.end(), rp.begin(), rp.end());
     std::vector<Participation>().swap(rp);
   }
   MatchCollectives(t.comms, parts, by_rank, out);
+  std::vector<Participation>().swap(parts);
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
   out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
-  ParallelFor(work.size(), threads, [&](size_t i) { Segments(work[i]); });
+  ParallelFor(work.size(), threads, [&](size_t i) {
+    Segments(work[i]);
+    std::vector<Call>().swap(work[i].calls);  // the segments say it all now
+  });
   for (auto& w : work) {
     for (const auto& s : w.tl->segments)
       if (s.jump_rank >= 0 && s.jump_rank <= max_rank)

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <utility>
 #include <string>
@@ -49,7 +50,7 @@ namespace invmw::analysis {
 
 struct Segment {
   double start = 0, end = 0;
-  double jump_time = 0;    // waits: when the partner arrived (the wait's end unless cut)
+  // A wait ends when its partner arrived: the critical path jumps to the partner at `end`.
   int32_t jump_rank = -1;  // waits: the late partner (world rank), -1 none
   uint16_t phase = 0;      // index into Timelines::phase_names
   Category cat = kComputation;
@@ -83,5 +84,16 @@ struct Timelines {
 Timelines BuildTimelines(const invmw::otf2::Trace& trace,
                          const std::map<int32_t, std::pair<double, double>>& windows = {},
                          int threads = 1);
+
+// Gives the events of a world rank's locations to fn(location index, event), each location's in
+// order; called for different ranks on different threads at once.
+using EventFn = std::function<void(size_t, const invmw::otf2::TraceEvent&)>;
+using RankEventSource = std::function<void(int32_t, const EventFn&)>;
+// The same from events that need not be in memory: those of a trace read with
+// ReadOptions::keep_events false are streamed from the archive by the overload above (a second
+// pass per rank; the first pass, ReadTrace, kept only the messages and counts).
+Timelines BuildTimelines(const invmw::otf2::Trace& trace,
+                         const std::map<int32_t, std::pair<double, double>>& windows, int threads,
+                         const RankEventSource& source);
 
 }  // namespace invmw::analysis

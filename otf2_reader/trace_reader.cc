@@ -47,6 +47,7 @@ struct PendingSend {
   uint32_t tag;
   double time;
   size_t loc, event, seq;
+  uint64_t bytes;
 };
 struct PendingRecv {
   uint32_t comm;
@@ -54,6 +55,7 @@ struct PendingRecv {
   uint32_t tag;
   double post, time;
   size_t loc, event, seq;
+  uint64_t bytes;
   size_t uncompleted = SIZE_MAX;  // index into Trace::uncompleted_recvs, else a completed one
 };
 // A nonblocking receive posted with invmw's attributes, until its completion or cancellation.
@@ -86,6 +88,14 @@ struct State {
   std::vector<PostedRecv> posted_more;  // the other reader threads' open receives
   size_t seq = 0;
   std::string error;
+  // Streaming (keep_events false): each location's latest event, given to `sink` (if any) when
+  // the location's next event arrives or reading ends; `match` false skips the matching lists.
+  bool keep_events = true;
+  bool match = true;
+  const std::function<void(size_t, const TraceEvent&)>* sink = nullptr;
+  std::vector<TraceEvent> current;
+  std::vector<char> pending;
+  std::vector<std::vector<char>> entered;  // per location: region refs entered
 
   std::string Str(uint32_t ref) const {
     auto it = strings.find(ref);
@@ -103,10 +113,25 @@ struct State {
     e.type = type;
     e.ticks = time;
     e.time = double(int64_t(time - t->global_offset)) / double(t->timer_resolution);
-    l.events.push_back(e);
+    if (l.event_count == 0) l.first_time = e.time;
+    l.last_time = e.time;
+    ++l.event_count;
     ++seq;
-    return l.events.back();
+    if (keep_events) {
+      l.events.push_back(e);
+      return l.events.back();
+    }
+    if (pending[*li] && sink) (*sink)(*li, current[*li]);
+    pending[*li] = 1;
+    current[*li] = e;
+    return current[*li];
   }
+  void Flush() {
+    for (size_t li = 0; li < pending.size(); ++li)
+      if (pending[li] && sink) (*sink)(li, current[li]);
+    std::fill(pending.begin(), pending.end(), 0);
+  }
+  size_t Index(size_t li) const { return size_t(t->locations[li].event_count - 1); }
 };
 
 State* S(void* p) {
@@ -200,6 +225,11 @@ OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
   size_t li;
   TraceEvent& e = S(u)->Add(loc, time, TraceEvent::kEnter, &li);
   e.region = region;
+  if (region < S(u)->t->regions.size()) {
+    auto& seen = S(u)->entered[li];
+    if (seen.empty()) seen.resize(S(u)->t->regions.size(), 0);
+    seen[region] = 1;
+  }
   uint64_t calls = 0;
   if (attrs && S(u)->attr_coalesced != OTF2_UNDEFINED_ATTRIBUTE &&
       OTF2_AttributeList_GetUint64(attrs, S(u)->attr_coalesced, &calls) == OTF2_SUCCESS &&
@@ -227,12 +257,14 @@ void P2p(State* s, size_t li, TraceEvent& e, uint32_t peer, OTF2_CommRef comm, u
   e.bytes = len;
 }
 void NoteSend(State* s, size_t li, const TraceEvent& e) {
-  s->sends.push_back({e.comm, s->t->locations[li].rank, e.peer, e.tag, e.time, li,
-                      s->t->locations[li].events.size() - 1, s->seq});
+  if (!s->match) return;
+  s->sends.push_back(
+      {e.comm, s->t->locations[li].rank, e.peer, e.tag, e.time, li, s->Index(li), s->seq, e.bytes});
 }
 void NoteRecv(State* s, size_t li, const TraceEvent& e, double post) {
+  if (!s->match) return;
   s->recvs.push_back({e.comm, e.peer, s->t->locations[li].rank, e.tag, post, e.time, li,
-                      s->t->locations[li].events.size() - 1, s->seq});
+                      s->Index(li), s->seq, e.bytes});
 }
 OTF2_CallbackCode EvSend(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
                          uint64_t len) {
@@ -274,10 +306,10 @@ OTF2_CallbackCode EvIrecvRequest(INVMW_EVT_HEAD, uint64_t req) {
       s->attr_tag != OTF2_UNDEFINED_ATTRIBUTE && s->attr_comm != OTF2_UNDEFINED_ATTRIBUTE &&
       OTF2_AttributeList_GetInt32(attrs, s->attr_source, &src) == OTF2_SUCCESS &&
       OTF2_AttributeList_GetInt32(attrs, s->attr_tag, &tag) == OTF2_SUCCESS &&
-      OTF2_AttributeList_GetCommRef(attrs, s->attr_comm, &comm) == OTF2_SUCCESS) {
+      OTF2_AttributeList_GetCommRef(attrs, s->attr_comm, &comm) == OTF2_SUCCESS && s->match) {
     PostedRecv p;
     p.u.loc = li;
-    p.u.event = s->t->locations[li].events.size() - 1;
+    p.u.event = s->Index(li);
     p.u.rank = rank;
     p.u.comm = comm;
     p.u.peer = src < 0 ? -1 : s->World(comm, uint32_t(src));
@@ -419,14 +451,19 @@ void MatchMessages(State& s) {
   for (const PostedRecv* p : open) {
     t.uncompleted_recvs.push_back(p->u);
     if (p->u.wildcard) continue;
-    PendingRecv r{p->u.comm,          p->u.peer,      p->u.rank,
-                  uint32_t(p->u.tag), p->u.post_time, p->u.post_time,
-                  p->u.loc,           p->u.event,     p->seq};
+    PendingRecv r{p->u.comm,      p->u.peer,
+                  p->u.rank,      uint32_t(p->u.tag),
+                  p->u.post_time, p->u.post_time,
+                  p->u.loc,       p->u.event,
+                  p->seq,         0};
     r.uncompleted = t.uncompleted_recvs.size() - 1;
     s.recvs.push_back(r);
   }
   std::map<Key, std::vector<const PendingSend*>> sends;
   std::map<Key, std::vector<const PendingRecv*>> recvs;
+  // At most one message per send: without the slack of doubling, which would stay for the
+  // trace's life (most of a streaming analysis' memory is messages).
+  t.messages.reserve(std::min(s.sends.size(), s.recvs.size()));
   for (const auto& x : s.sends) sends[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
   for (const auto& x : s.recvs) recvs[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
   for (auto& [key, list] : sends) {
@@ -446,7 +483,7 @@ void MatchMessages(State& s) {
         u.matched = true;
         u.send_loc = list[i]->loc;
         u.send_event = list[i]->event;
-        u.bytes = t.locations[u.send_loc].events[u.send_event].bytes;
+        u.bytes = list[i]->bytes;
         continue;
       }
       Message m;
@@ -455,8 +492,8 @@ void MatchMessages(State& s) {
       m.send_event = list[i]->event;
       m.recv_loc = rl[i]->loc;
       m.recv_event = rl[i]->event;
-      m.bytes = t.locations[m.send_loc].events[m.send_event].bytes;
-      m.recv_bytes = t.locations[m.recv_loc].events[m.recv_event].bytes;
+      m.bytes = list[i]->bytes;
+      m.recv_bytes = rl[i]->bytes;
       m.send_time = list[i]->time;
       m.recv_post_time = rl[i]->post;
       m.recv_time = rl[i]->time;
@@ -545,6 +582,9 @@ void AssignRanks(State* s) {
     t.locations_of_rank[l.rank].push_back(i);
   }
   s->open_enters.resize(t.locations.size());
+  s->current.resize(t.locations.size());
+  s->pending.assign(t.locations.size(), 0);
+  s->entered.resize(t.locations.size());
 
   std::sort(t.metric_locations.begin(), t.metric_locations.end(),
             [](auto& a, auto& b) { return a.id < b.id; });
@@ -583,7 +623,8 @@ void OpenLocation(OTF2_Reader* reader, const std::string& path, bool defs_open, 
 // Selects the locations of the given ranks and opens their events; local definitions carry the
 // clock offsets, so they are read before the events.
 void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
-                   const std::vector<char>& rank_wanted) {
+                   const std::vector<char>& rank_wanted, bool keep_events = true,
+                   bool metrics = true) {
   auto wanted = [&](int32_t rank) {
     return rank >= 0 && size_t(rank) < rank_wanted.size() ? rank_wanted[size_t(rank)] != 0
                                                           : rank_wanted.back() != 0;
@@ -591,7 +632,8 @@ void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
   for (const auto& l : t->locations)
     if (wanted(l.rank)) Check(OTF2_Reader_SelectLocation(reader, l.id), path, "SelectLocation");
   for (const auto& m : t->metric_locations)
-    if (wanted(m.rank)) Check(OTF2_Reader_SelectLocation(reader, m.id), path, "SelectLocation");
+    if (metrics && wanted(m.rank))
+      Check(OTF2_Reader_SelectLocation(reader, m.id), path, "SelectLocation");
   const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
   for (auto& l : t->locations) {
@@ -603,12 +645,13 @@ void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
     // more and touches twice the memory (a tenth of the reading time on 10^7 events). Only
     // address space until written; a forged count too large for it is simply not reserved.
     try {
-      if (l.declared_events <= (uint64_t(1) << 28)) l.events.reserve(l.declared_events);
+      if (keep_events && l.declared_events <= (uint64_t(1) << 28))
+        l.events.reserve(l.declared_events);
     } catch (const std::exception&) {
     }
   }
   for (const auto& m : t->metric_locations) {
-    if (!wanted(m.rank)) continue;
+    if (!metrics || !wanted(m.rank)) continue;
     double u = 0;
     OpenLocation(reader, path, defs_open, m.id, m.declared_events, &u);
   }
@@ -673,6 +716,7 @@ void ReadEvents(OTF2_Reader* reader, const std::string& path, State* s) {
   OTF2_GlobalEvtReaderCallbacks_Delete(ec);
   uint64_t nev = 0;
   Check(OTF2_Reader_ReadAllGlobalEvents(reader, ger, &nev), path, "ReadAllGlobalEvents");
+  s->Flush();
   OTF2_Reader_CloseGlobalEvtReader(reader, ger);
   OTF2_Reader_CloseEvtFiles(reader);
 }
@@ -687,7 +731,8 @@ struct ReaderCloser {
 // One reader thread: its own OTF2 reader over the locations of its ranks, merged in time order
 // (a rank's threads together: a receive may be posted on one and completed on another), into
 // those locations of *s->t (no other thread touches them) and its own matching lists.
-void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s) {
+void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s,
+              bool metrics = true) {
   OTF2_Reader* reader = OpenArchiveForReading(path);
   ReaderCloser closer{reader};
   // The reader needs the global definitions read before it reads events; their content is
@@ -696,7 +741,12 @@ void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s)
   State d;
   d.t = &defs;
   ReadGlobalDefs(reader, path, &d);
-  OpenLocations(reader, path, s->t, ranks);
+  s->attr_source = d.attr_source;
+  s->attr_tag = d.attr_tag;
+  s->attr_comm = d.attr_comm;
+  s->attr_coalesced = d.attr_coalesced;
+  s->attr_cut_off = d.attr_cut_off;
+  OpenLocations(reader, path, s->t, ranks, s->keep_events, metrics);
   ReadEvents(reader, path, s);
 }
 
@@ -712,6 +762,8 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     ReadGlobalDefs(reader, path, &s);
   }
   AssignRanks(&s);
+  s.keep_events = options.keep_events;
+  t.events_streamed = !options.keep_events;
   const int parts =
       std::max(1, std::min(options.threads, int(std::max<size_t>(1, t.locations_of_rank.size()))));
   const auto masks = SplitRanks(t, parts);
@@ -742,12 +794,63 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
   // The matching lists of all parts together; the order of a list does not matter (matching
   // sorts by time, location and event).
   for (auto& st : states) {
-    s.sends.insert(s.sends.end(), st.sends.begin(), st.sends.end());
-    s.recvs.insert(s.recvs.end(), st.recvs.begin(), st.recvs.end());
+    for (size_t li = 0; li < st.entered.size(); ++li)
+      for (size_t r = 0; r < st.entered[li].size(); ++r)
+        if (st.entered[li][r]) t.locations[li].regions_entered.push_back(uint32_t(r));
+    // Moved, not copied, part by part: these lists are most of a streaming first pass's memory.
+    if (s.sends.empty()) {
+      s.sends.swap(st.sends);
+    } else {
+      s.sends.insert(s.sends.end(), st.sends.begin(), st.sends.end());
+      std::vector<PendingSend>().swap(st.sends);
+    }
+    if (s.recvs.empty()) {
+      s.recvs.swap(st.recvs);
+    } else {
+      s.recvs.insert(s.recvs.end(), st.recvs.begin(), st.recvs.end());
+      std::vector<PendingRecv>().swap(st.recvs);
+    }
     for (auto& [key, p] : st.posted) s.posted_more.push_back(p);
   }
   MatchMessages(s);
   return t;
+}
+
+void StreamRankEvents(const Trace& t, int32_t rank,
+                      const std::function<void(size_t, const TraceEvent&)>& fn) {
+  // The definitions this reader's callbacks consult (ranks, communicators, clock), without the
+  // first pass's messages and samples; locations keep their indices.
+  Trace light;
+  light.path = t.path;
+  light.timer_resolution = t.timer_resolution;
+  light.global_offset = t.global_offset;
+  light.regions = t.regions;
+  light.comms = t.comms;
+  light.locations.reserve(t.locations.size());
+  for (const auto& l : t.locations) {
+    TraceLocation c;
+    c.id = l.id;
+    c.name = l.name;
+    c.rank = l.rank;
+    c.declared_events = l.declared_events;
+    light.locations.push_back(std::move(c));
+  }
+  State s;
+  s.t = &light;
+  s.keep_events = false;
+  s.match = false;
+  s.sink = &fn;
+  for (size_t i = 0; i < light.locations.size(); ++i) s.loc_index[light.locations[i].id] = i;
+  s.open_enters.resize(light.locations.size());
+  s.current.resize(light.locations.size());
+  s.pending.assign(light.locations.size(), 0);
+  s.entered.resize(light.locations.size());
+  int32_t max_rank = -1;
+  for (const auto& l : t.locations) max_rank = std::max(max_rank, l.rank);
+  for (const auto& m : t.metric_locations) max_rank = std::max(max_rank, m.rank);
+  std::vector<char> mask(size_t(max_rank + 1) + 1, 0);
+  mask[rank >= 0 && rank <= max_rank ? size_t(rank) : mask.size() - 1] = 1;
+  ReadPart(t.path, mask, &s, /*metrics=*/false);
 }
 
 int DefaultReadThreads() {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -75,7 +76,12 @@ struct TraceLocation {
   // Largest standard deviation of its clock offsets to rank 0 (local ClockOffset definitions),
   // in seconds: how far its timestamps may be off those of another rank's.
   double clock_uncertainty_s = 0;
-  std::vector<TraceEvent> events;
+  std::vector<TraceEvent> events;  // empty when read with ReadOptions::keep_events false
+  // Read from the archive whether kept or not: the number of events, the first and last
+  // timestamps (seconds), and the regions entered (sorted refs below the region count).
+  uint64_t event_count = 0;
+  double first_time = 0, last_time = 0;
+  std::vector<uint32_t> regions_entered;
   // Synchronous metrics (per-call counters, INVMW_TRACE_COUNTERS) in time order.
   std::vector<TraceMetricSample> metrics;
 };
@@ -159,6 +165,9 @@ struct Trace {
   std::vector<Message> messages;
   std::vector<Unmatched> unmatched_sends, unmatched_recvs;
   std::vector<UncompletedRecv> uncompleted_recvs;  // in post order per rank
+  // Read with ReadOptions::keep_events false: the locations' events are not in memory;
+  // StreamRankEvents() reads them again (message and event indices are the same).
+  bool events_streamed = false;
 };
 
 // threads: reader threads, each with its own OTF2 reader over a share of the ranks (all the
@@ -170,8 +179,18 @@ struct ReadOptions {
   int threads = 1;
   // When set: the CPU time of each reader thread (seconds), for benchmarks.
   std::vector<double>* thread_cpu_s = nullptr;
+  // false: the events are read for matching and counting but not kept (the first pass of a
+  // streaming analysis: memory grows with the messages, not with the events).
+  bool keep_events = true;
 };
 Trace ReadTrace(const std::string& anchor_path, const ReadOptions& options = {});
+
+// The events of the thread locations of world rank `rank` of a trace ReadTrace() returned
+// (definitions only are used), read again from t.path and given to fn(location index, event)
+// one at a time, each location's in order (a rank's locations merged in time order); nothing is
+// kept. Safe to call from several threads at once (each opens its own OTF2 reader).
+void StreamRankEvents(const Trace& t, int32_t rank,
+                      const std::function<void(size_t, const TraceEvent&)>& fn);
 // The machine's cores (std::thread::hardware_concurrency), at least 1.
 int DefaultReadThreads();
 

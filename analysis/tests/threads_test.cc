@@ -2,7 +2,8 @@
 // otf2_writer's synthetic runs (3 ranks, rank 0 with two threads, blocking, nonblocking,
 // persistent and cancelled p2p, collectives on two communicators, Pcontrol phases, sampler
 // metrics; also with a crashed rank and an unmatched send), every event, message, unmatched
-// and uncompleted receive of ReadTrace, and the whole JSON of Analyze, for 1, 2 and 3 threads.
+// and uncompleted receive of ReadTrace, and the whole JSON of Analyze, for 1, 2 and 3 threads;
+// the same when the events are streamed (ReadOptions::keep_events false) instead of kept.
 #include <unistd.h>
 
 #include <filesystem>
@@ -81,6 +82,36 @@ void ExpectSameForAnyThreads(const otf2::testing::SyntheticOptions& so, const st
     AnalyzeOptions a;
     a.threads = threads;
     EXPECT_EQ(ToJson(Analyze(t, a)).dump(1), base_json) << threads << " threads";
+  }
+  // Streaming (`invmw analyze`): the first pass keeps no events but the same messages, counts
+  // and times; the second pass gives each rank's events again, identical; the analysis is the
+  // same JSON.
+  for (int threads : {1, 2, 3}) {
+    otf2::ReadOptions ro;
+    ro.threads = threads;
+    ro.keep_events = false;
+    const Trace t = otf2::ReadTrace(anchor, ro);
+    ASSERT_TRUE(t.events_streamed);
+    ASSERT_EQ(t.locations.size(), base.locations.size());
+    Trace again = t;
+    for (size_t l = 0; l < t.locations.size(); ++l) {
+      EXPECT_TRUE(t.locations[l].events.empty());
+      EXPECT_EQ(t.locations[l].event_count, base.locations[l].events.size());
+      EXPECT_EQ(base.locations[l].event_count, base.locations[l].events.size());
+      if (!base.locations[l].events.empty()) {
+        EXPECT_EQ(t.locations[l].first_time, base.locations[l].events.front().time);
+        EXPECT_EQ(t.locations[l].last_time, base.locations[l].events.back().time);
+      }
+      EXPECT_EQ(t.locations[l].regions_entered, base.locations[l].regions_entered);
+    }
+    for (const auto& [rank, locs] : t.locations_of_rank)
+      otf2::StreamRankEvents(t, rank, [&](size_t l, const otf2::TraceEvent& e) {
+        again.locations.at(l).events.push_back(e);
+      });
+    EXPECT_EQ(Dump(again), base_dump) << threads << " reader threads, streamed";
+    AnalyzeOptions a;
+    a.threads = threads;
+    EXPECT_EQ(ToJson(Analyze(t, a)).dump(1), base_json) << threads << " threads, streamed";
   }
   fs::remove_all(dir);
 }
