@@ -6,7 +6,7 @@ predicts p = 16, 32, 63 within bounds.
 
 --data DIR: searches the runs of the designs search-opal-sim and search-master-worker-sim as
 exported to DIR/<design>.csv (`invmw results export --format csv` of a run on
-sim-64-fast-cops; every point is deterministic there, docs/platforms.md).
+sim-64-fast-cops-eager; every point is deterministic there, docs/platforms.md).
 --run DESIGNS_DIR: runs both designs with `invmw experiment run` into a scratch database first,
 checks that the export equals DIR/<design>.csv where both name a point (so the committed
 data are what the simulator gives), then searches the fresh runs.
