@@ -2,6 +2,7 @@
 // exactly the numbers the other verbs computed; every table is a plain view of one JSON file.
 #include "report/html_report.h"
 #include "common/xml_escape.h"
+#include "report/json_fields.h"
 #include "report/replay_section.h"
 #include "report/model_search_section.h"
 
@@ -21,48 +22,6 @@ namespace invmw::report {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw ReportError("missing input " + path +
-                      " (run scripts/pipeline.sh into this directory first)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-json ReadJson(const std::string& path) {
-  std::string text = ReadFile(path);
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ReportError(path + ": not valid JSON: " + e.what());
-  }
-}
-
-// Looks up key in object obj of file; a missing key is an error naming file and field, because
-// a silently empty table would look like a result.
-const json& Field(const json& obj, const std::string& key, const std::string& file,
-                  const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key))
-    throw ReportError(file + ": missing field '" + where + key + "'");
-  return obj.at(key);
-}
-
-double Number(const json& obj, const std::string& key, const std::string& file,
-              const std::string& where) {
-  const json& v = Field(obj, key, file, where);
-  if (!v.is_number()) throw ReportError(file + ": field '" + where + key + "' is not a number");
-  return v.get<double>();
-}
-
-std::string Text(const json& obj, const std::string& key, const std::string& file,
-                 const std::string& where) {
-  const json& v = Field(obj, key, file, where);
-  if (!v.is_string()) throw ReportError(file + ": field '" + where + key + "' is not a string");
-  return v.get<std::string>();
-}
 
 std::string Num(double v) {
   char b[32];

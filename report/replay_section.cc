@@ -17,6 +17,7 @@
 
 #include "common/xml_escape.h"
 #include "report/html_report.h"
+#include "report/json_fields.h"
 
 namespace invmw::report {
 namespace {
@@ -35,39 +36,6 @@ std::vector<std::string> JsonFiles(const std::string& dir) {
   }
   std::sort(files.begin(), files.end());
   return files;
-}
-
-json Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ReportError("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  try {
-    return json::parse(s.str());
-  } catch (const json::parse_error& e) {
-    throw ReportError(path + ": not valid JSON: " + e.what());
-  }
-}
-
-const json& At(const json& obj, const std::string& key, const std::string& file,
-               const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key))
-    throw ReportError(file + ": missing field '" + where + key + "'");
-  return obj.at(key);
-}
-
-double Number(const json& obj, const std::string& key, const std::string& file,
-              const std::string& where) {
-  const json& v = At(obj, key, file, where);
-  if (!v.is_number()) throw ReportError(file + ": field '" + where + key + "' is not a number");
-  return v.get<double>();
-}
-
-std::string Str(const json& obj, const std::string& key, const std::string& file,
-                const std::string& where) {
-  const json& v = At(obj, key, file, where);
-  if (!v.is_string()) throw ReportError(file + ": field '" + where + key + "' is not a string");
-  return v.get<std::string>();
 }
 
 std::string Fmt(double v, const char* f = "%.5g") {
@@ -107,10 +75,10 @@ std::string ReplaySection(const std::string& dir) {
   std::map<std::pair<std::string, long>, Replayed> by;
   std::string reference;
   for (const auto& file : replays) {
-    const json r = Read(file);
+    const json r = ReadJson(file);
     const long point = static_cast<long>(Number(r, "point", file, ""));
-    const json& names = At(r, "run_platforms", file, "");
-    const json& plats = At(At(r, "replay", file, ""), "platforms", file, "replay.");
+    const json& names = Field(r, "run_platforms", file, "");
+    const json& plats = Field(Field(r, "replay", file, ""), "platforms", file, "replay.");
     if (!names.is_array() || !plats.is_array() || names.size() != plats.size())
       throw ReportError(file + ": 'run_platforms' and 'replay.platforms' differ in length");
     if (reference.empty() && r["replay"].contains("reference") &&
@@ -123,7 +91,7 @@ std::string ReplaySection(const std::string& dir) {
       Replayed& x = by[{names[i].get<std::string>(), point}];
       x.predicted.push_back(Number(plats[i], "predicted_wall_s", file, w));
       double share = 0;
-      for (const json& u : At(plats[i], "unexpressed", file, w))
+      for (const json& u : Field(plats[i], "unexpressed", file, w))
         share += Number(u, "share", file, w + "unexpressed[].");
       x.unexpressed_share = std::max(x.unexpressed_share, share);
     }
@@ -145,16 +113,16 @@ std::string ReplaySection(const std::string& dir) {
                             "analytic error %", "replay (s)", "replay error %", "not replayed %"},
                            "th");
   for (const auto& file : JsonFiles(dir + "/validation")) {
-    const json v = Read(file);
-    const std::string label = Str(v, "label", file, "");
+    const json v = ReadJson(file);
+    const std::string label = Text(v, "label", file, "");
     const std::string platform = v.value("run_platform", "");
-    const std::string total = Str(v, "total", file, "");
+    const std::string total = Text(v, "total", file, "");
     std::vector<double> ea, er;
     int k = 0;
-    for (const json& pt : At(v, "points", file, "")) {
+    for (const json& pt : Field(v, "points", file, "")) {
       const std::string w = "points[" + std::to_string(k++) + "].";
       const long point = static_cast<long>(Number(pt, "point", file, w));
-      const json& t = At(At(pt, "responses", file, w), total, file, w + "responses.");
+      const json& t = Field(Field(pt, "responses", file, w), total, file, w + "responses.");
       const double mean =
           t.contains("mean") && t["mean"].is_number() ? t["mean"].get<double>() : NAN;
       const double analytic = t.contains("predicted") && t["predicted"].is_number()
@@ -171,7 +139,7 @@ std::string ReplaySection(const std::string& dir) {
       if (std::isfinite(e_a)) ea.push_back(std::fabs(e_a));
       if (std::isfinite(e_r)) er.push_back(std::fabs(e_r));
       std::string f;
-      for (const auto& [name, value] : At(pt, "factors", file, w).items())
+      for (const auto& [name, value] : Field(pt, "factors", file, w).items())
         f += (f.empty() ? "" : " ") + name + "=" +
              (value.is_number() ? Fmt(value.get<double>()) : value.dump());
       detail +=
