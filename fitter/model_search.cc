@@ -572,8 +572,7 @@ std::string CoefficientName(const std::vector<SearchResult>& results, size_t r, 
   return results.size() > 1 ? results[r].response + "_" + base : base;
 }
 
-namespace {
-std::string Quote(const std::string& s) {
+std::string TomlQuote(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') o += '\\';
@@ -581,7 +580,18 @@ std::string Quote(const std::string& s) {
   }
   return o + "\"";
 }
-}  // namespace
+
+void WriteModelTomlHead(std::ostream& o, const std::vector<SearchResult>& results,
+                        const std::string& name, const std::string& description) {
+  o << "schema = 1\nname = " << TomlQuote(name) << "\ndescription = " << TomlQuote(description)
+    << "\n\n";
+  o << "[factors]\n";
+  std::set<std::string> seen;
+  for (const auto& r : results)
+    for (const auto& f : r.factors)
+      if (seen.insert(f).second) o << f << " = " << TomlQuote("factor of the search") << "\n";
+  o << "\n[parameters]\n";
+}
 
 std::string SearchModelToml(const std::vector<SearchResult>& results, const std::string& name,
                             const std::string& description) {
@@ -606,21 +616,15 @@ std::string SearchModelToml(const std::vector<SearchResult>& results, const std:
   o << "# Written by `invmw model search`: the selected hypothesis of each response, its\n"
        "# coefficients as parameters with their estimates (Ceres refit, else least squares) as\n"
        "# initial values.\n";
-  o << "schema = 1\nname = " << Quote(name) << "\ndescription = " << Quote(description) << "\n\n";
-  o << "[factors]\n";
-  std::set<std::string> seen;
-  for (const auto& r : results)
-    for (const auto& f : r.factors)
-      if (seen.insert(f).second) o << f << " = " << Quote("factor of the search") << "\n";
-  o << "\n[parameters]\n";
+  WriteModelTomlHead(o, results, name, description);
   for (size_t r = 0; r < results.size(); ++r) {
     const Hypothesis& h = results[r].selected;
     for (size_t k = 0; k < h.terms.size(); ++k) {
       double init = h.coef[k] != 0 ? h.coef[k] : 1e-12;
       o << CoefficientName(results, r, k) << " = { kind = \"application\", transfer = \"keep\", "
         << "initial = " << Num(init) << ", description = "
-        << Quote("coefficient of " + TermText(h.terms[k], results[r].factors) + " in " +
-                 results[r].response)
+        << TomlQuote("coefficient of " + TermText(h.terms[k], results[r].factors) + " in " +
+                     results[r].response)
         << " }\n";
     }
   }
@@ -637,11 +641,11 @@ std::string SearchModelToml(const std::vector<SearchResult>& results, const std:
   if (results.size() > 1) {
     o << "\n[components]\n";
     for (size_t r = 1; r < results.size(); ++r)
-      o << results[r].response << " = { expr = " << Quote(expr(r))
-        << ", column = " << Quote(results[r].response) << " }\n";
+      o << results[r].response << " = { expr = " << TomlQuote(expr(r))
+        << ", column = " << TomlQuote(results[r].response) << " }\n";
   }
-  o << "\n[total]\nname = " << Quote(results[0].response)
-    << "\ncolumn = " << Quote(results[0].response) << "\nexpr = " << Quote(expr(0)) << "\n";
+  o << "\n[total]\nname = " << TomlQuote(results[0].response)
+    << "\ncolumn = " << TomlQuote(results[0].response) << "\nexpr = " << TomlQuote(expr(0)) << "\n";
   return o.str();
 }
 

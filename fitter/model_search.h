@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,12 @@ std::string FormulaText(const Hypothesis& h, const std::vector<std::string>& fac
 // responses their names carry the response as prefix (t_c0, ...).
 std::string SearchModelToml(const std::vector<SearchResult>& results, const std::string& name,
                             const std::string& description);
+// A TOML basic string of s (quotes and backslashes escaped).
+std::string TomlQuote(const std::string& s);
+// The head of a searched model's file: schema, name, description, [factors] (every searched
+// factor once) and the [parameters] header. Shared by SearchModelToml and the transfer writer.
+void WriteModelTomlHead(std::ostream& o, const std::vector<SearchResult>& results,
+                        const std::string& name, const std::string& description);
 // Parameter name of coefficient k of result r in SearchModelToml's file.
 std::string CoefficientName(const std::vector<SearchResult>& results, size_t r, size_t k);
 

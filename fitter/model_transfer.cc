@@ -17,15 +17,6 @@ std::string Num(double v) {
   return b;
 }
 
-std::string Quote(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o + "\"";
-}
-
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -216,13 +207,7 @@ std::string TransferModelToml(const std::vector<SearchResult>& results, const Tr
     << " of the tables, communication is messages * b1 + bytes / (a1 * 1e6).\n"
        "# Predict on the measured machine with its --out-table, on another one with\n"
        "# `--platform OTHER --reference MEASURED-TABLE`.\n";
-  o << "schema = 1\nname = " << Quote(name) << "\ndescription = " << Quote(description) << "\n\n";
-  o << "[factors]\n";
-  std::set<std::string> seen;
-  for (const auto& r : results)
-    for (const auto& f : r.factors)
-      if (seen.insert(f).second) o << f << " = " << Quote("factor of the search") << "\n";
-  o << "\n[parameters]\n";
+  WriteModelTomlHead(o, results, name, description);
   for (size_t r = 0; r < results.size(); ++r) {
     if (total_is_sum && r == resp[0]) continue;  // the total is the sum of the components
     const Hypothesis& h = results[r].selected;
@@ -236,8 +221,8 @@ std::string TransferModelToml(const std::vector<SearchResult>& results, const Tr
                           spec.scale_kernel);
       o << CoefficientName(results, r, k)
         << " = { kind = \"platform\", transfer = \"compute\", scale_kernel = "
-        << Quote(spec.scale_kernel) << ", unit = \"s\", lower = 0, initial = " << Num(h.coef[k])
-        << ", description = " << Quote(what) << " }\n";
+        << TomlQuote(spec.scale_kernel) << ", unit = \"s\", lower = 0, initial = " << Num(h.coef[k])
+        << ", description = " << TomlQuote(what) << " }\n";
     }
   }
   if (!spec.comm.empty()) {
@@ -248,8 +233,8 @@ std::string TransferModelToml(const std::vector<SearchResult>& results, const Tr
       << Num(rates->b1) << ", lower = 0, upper = 10, description = \"overhead per message\" }\n";
     int b = ResultIndex(results, spec.bytes), m = ResultIndex(results, spec.messages);
     o << "\n[definitions]\n"
-      << spec.bytes << " = " << Quote(TermsExpr(results, spec, b)) << "\n"
-      << spec.messages << " = " << Quote(TermsExpr(results, spec, m)) << "\n";
+      << spec.bytes << " = " << TomlQuote(TermsExpr(results, spec, b)) << "\n"
+      << spec.messages << " = " << TomlQuote(TermsExpr(results, spec, m)) << "\n";
   }
   auto expr = [&](size_t r) {
     if (results[r].response == spec.comm)
@@ -259,8 +244,8 @@ std::string TransferModelToml(const std::vector<SearchResult>& results, const Tr
   if (resp.size() > 1) {
     o << "\n[components]\n";
     for (size_t i = 1; i < resp.size(); ++i)
-      o << results[resp[i]].response << " = { expr = " << Quote(expr(resp[i]))
-        << ", column = " << Quote(results[resp[i]].response) << " }\n";
+      o << results[resp[i]].response << " = { expr = " << TomlQuote(expr(resp[i]))
+        << ", column = " << TomlQuote(results[resp[i]].response) << " }\n";
   }
   std::string total;
   if (total_is_sum) {
@@ -269,8 +254,8 @@ std::string TransferModelToml(const std::vector<SearchResult>& results, const Tr
   } else {
     total = expr(resp[0]);
   }
-  o << "\n[total]\nname = " << Quote(first) << "\ncolumn = " << Quote(first)
-    << "\nexpr = " << Quote(total) << "\n";
+  o << "\n[total]\nname = " << TomlQuote(first) << "\ncolumn = " << TomlQuote(first)
+    << "\nexpr = " << TomlQuote(total) << "\n";
   return o.str();
 }
 
