@@ -8,6 +8,8 @@ each configuration, and the difference (ns) and ratio against no preload.
 
 usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overhead
                    [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi] [--callsites]
+                   [--live]
+--live compares the per-call counters in private memory with the file-backed live mapping.
 --callsites compares the profile without call sites, at depth 1 and at depth 8 (see the +ns
 column of depth1 minus that of depth0 for the cost of call sites).
 """
@@ -66,8 +68,15 @@ def main():
     ap.add_argument('--callsites', action='store_true',
                     help='profile without call sites (INVMW_WRAP_CALLSITE_DEPTH=0), at depth 1 '
                          '(the default) and at depth 8')
+    ap.add_argument('--live', action='store_true',
+                    help='profile with the counters in private memory '
+                         '(INVMW_PROFILE_LIVE_COUNTERS=0) and in the file-backed live mapping '
+                         '(the default, which survives SIGKILL)')
     args = ap.parse_args()
     configs = [('none', {}, False), ('profile', {}, True)]
+    if args.live:
+        configs = [('none', {}, False), ('private', {'INVMW_PROFILE_LIVE_COUNTERS': '0'}, True),
+                   ('live', {'INVMW_PROFILE_LIVE_COUNTERS': '1'}, True)]
     if args.callsites:
         configs = [('none', {}, False), ('depth0', {'INVMW_WRAP_CALLSITE_DEPTH': '0'}, True),
                    ('depth1', {'INVMW_WRAP_CALLSITE_DEPTH': '1'}, True),
