@@ -6,7 +6,7 @@ preload, with it (profile), and with it and tracing when tracing is available, s
 noise hits every configuration alike. Prints, per microbenchmark, the median over the rounds of
 each configuration, and the difference (ns) and ratio against no preload.
 
-usage: overhead.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN/mpi_overhead
+usage: overhead.py --lib LIB/libinvmw.so --bench BIN/mpi_overhead
                    [--rounds 7] [--iters 200000] [--launcher mpirun.openmpi] [--callsites]
                    [--live]
 --live compares the per-call counters in private memory with the file-backed live mapping.
