@@ -4,10 +4,14 @@
 #include <otf2/OTF2_Events.h>
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <thread>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <map>
 #include <unordered_map>
 
@@ -113,17 +117,18 @@ struct Call {
 };
 static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
 
-// One rank's part in one collective operation.
+// One rank's part in one collective operation (32 bytes: one per collective of every rank is
+// held until the collectives are matched).
 struct Participation {
   int32_t rank;
   uint32_t comm;
   uint32_t op;
-  int32_t root;  // world rank, -1 none
-  double init;   // entry into the blocking call / the nonblocking initiation
-  bool data;
-  size_t call;  // index of the call that completed it (where its waiting happens)
-  uint64_t seq = 0;
+  int32_t root;   // world rank, -1 none
+  double init;    // entry into the blocking call / the nonblocking initiation
+  uint32_t call;  // index of the call that completed it (where its waiting happens)
+  uint32_t seq = 0;
 };
+static_assert(sizeof(Participation) == 32, "Participation is held per collective of every rank");
 
 struct PhaseMark {
   double time;
@@ -384,7 +389,9 @@ class LocationScanner {
     const bool data = e.bytes + e.bytes_recv > 0;
     cur_.coll_done = true;
     cur_.coll_data = cur_.coll_data || data;
-    parts_.push_back({tl_.rank, e.comm, e.coll_op, e.peer, init, data, w_.calls.size()});
+    if (w_.calls.size() >= UINT32_MAX)
+      throw std::runtime_error("rank " + std::to_string(tl_.rank) + ": more than 2^32 MPI calls");
+    parts_.push_back({tl_.rank, e.comm, e.coll_op, e.peer, init, uint32_t(w_.calls.size())});
   }
 
   const Trace& t_;
@@ -428,19 +435,21 @@ bool AllToOne(uint32_t op) {
 void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
                       std::vector<Participation>& parts, std::map<int32_t, RankWork*>& work,
                       Timelines& out) {
-  std::stable_sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
-    if (a.comm != b.comm) return a.comm < b.comm;
-    if (a.rank != b.rank) return a.rank < b.rank;
-    return a.init < b.init;
+  // std::sort with the list's order as the last key instead of std::stable_sort: the same
+  // order without stable_sort's buffer of a copy of the list.
+  if (parts.size() >= UINT32_MAX) throw std::runtime_error("more than 2^32 collective calls");
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].seq = uint32_t(i);
+  std::sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
+    return std::tie(a.comm, a.rank, a.init, a.seq) < std::tie(b.comm, b.rank, b.init, b.seq);
   });
   for (size_t i = 0; i < parts.size(); ++i)
     parts[i].seq =
         (i > 0 && parts[i - 1].comm == parts[i].comm && parts[i - 1].rank == parts[i].rank)
             ? parts[i - 1].seq + 1
             : 0;
-  std::stable_sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
-    if (a.comm != b.comm) return a.comm < b.comm;
-    return a.seq < b.seq;
+  // Within a (communicator, instance), ranks are unique and were in rank order.
+  std::sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
+    return std::tie(a.comm, a.seq, a.rank) < std::tie(b.comm, b.seq, b.rank);
   });
   for (size_t i = 0; i < parts.size();) {
     size_t j = i;

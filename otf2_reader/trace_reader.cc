@@ -2,8 +2,13 @@
 
 #include <otf2/otf2.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <ctime>
+#include <deque>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -41,23 +46,43 @@ struct Group {
   std::vector<uint64_t> members;
 };
 
+// The matching lists hold one record per send and receive of the whole trace until the messages
+// are matched (most of a streaming first pass's memory), so they are kept small: a location and
+// event index packed into one word (Where), no fields matching does not use.
+constexpr unsigned kEventBits = 40;  // events per location below 2^40, locations below 2^24
+uint64_t Where(size_t loc, size_t event) {
+  if (loc >= (size_t(1) << (64 - kEventBits)) || event >= (uint64_t(1) << kEventBits))
+    throw std::runtime_error("trace too large for message matching: location " +
+                             std::to_string(loc) + " event " + std::to_string(event) +
+                             " (at most 2^24 locations and 2^40 events per location)");
+  return (uint64_t(loc) << kEventBits) | uint64_t(event);
+}
+size_t WhereLoc(uint64_t w) {
+  return size_t(w >> kEventBits);
+}
+size_t WhereEvent(uint64_t w) {
+  return size_t(w & ((uint64_t(1) << kEventBits) - 1));
+}
+
 struct PendingSend {
   uint32_t comm;
   int32_t src, dst;
   uint32_t tag;
   double time;
-  size_t loc, event, seq;
   uint64_t bytes;
+  uint64_t where;  // Where(location, event): orders as (location, event)
 };
+static_assert(sizeof(PendingSend) == 40, "PendingSend is held per send of the trace");
 struct PendingRecv {
   uint32_t comm;
   int32_t src, dst;
   uint32_t tag;
   double post, time;
-  size_t loc, event, seq;
   uint64_t bytes;
-  size_t uncompleted = SIZE_MAX;  // index into Trace::uncompleted_recvs, else a completed one
+  uint64_t where;
+  uint32_t uncompleted = UINT32_MAX;  // index into Trace::uncompleted_recvs, else a completed one
 };
+static_assert(sizeof(PendingRecv) == 56, "PendingRecv is held per receive of the trace");
 // A nonblocking receive posted with invmw's attributes, until its completion or cancellation.
 struct PostedRecv {
   UncompletedRecv u;
@@ -83,8 +108,9 @@ struct State {
   OTF2_AttributeRef attr_comm = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_coalesced = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_cut_off = OTF2_UNDEFINED_ATTRIBUTE;
-  std::vector<PendingSend> sends;
-  std::vector<PendingRecv> recvs;
+  // Deques: no doubling slack nor copy when they grow, and freed block by block as matched.
+  std::deque<PendingSend> sends;
+  std::deque<PendingRecv> recvs;
   std::vector<PostedRecv> posted_more;  // the other reader threads' open receives
   size_t seq = 0;
   std::string error;
@@ -259,12 +285,12 @@ void P2p(State* s, size_t li, TraceEvent& e, uint32_t peer, OTF2_CommRef comm, u
 void NoteSend(State* s, size_t li, const TraceEvent& e) {
   if (!s->match) return;
   s->sends.push_back(
-      {e.comm, s->t->locations[li].rank, e.peer, e.tag, e.time, li, s->Index(li), s->seq, e.bytes});
+      {e.comm, s->t->locations[li].rank, e.peer, e.tag, e.time, e.bytes, Where(li, s->Index(li))});
 }
 void NoteRecv(State* s, size_t li, const TraceEvent& e, double post) {
   if (!s->match) return;
-  s->recvs.push_back({e.comm, e.peer, s->t->locations[li].rank, e.tag, post, e.time, li,
-                      s->Index(li), s->seq, e.bytes});
+  s->recvs.push_back({e.comm, e.peer, s->t->locations[li].rank, e.tag, post, e.time, e.bytes,
+                      Where(li, s->Index(li))});
 }
 OTF2_CallbackCode EvSend(INVMW_EVT_HEAD, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
                          uint64_t len) {
@@ -451,68 +477,97 @@ void MatchMessages(State& s) {
   for (const PostedRecv* p : open) {
     t.uncompleted_recvs.push_back(p->u);
     if (p->u.wildcard) continue;
-    PendingRecv r{p->u.comm,      p->u.peer,
-                  p->u.rank,      uint32_t(p->u.tag),
-                  p->u.post_time, p->u.post_time,
-                  p->u.loc,       p->u.event,
-                  p->seq,         0};
-    r.uncompleted = t.uncompleted_recvs.size() - 1;
+    PendingRecv r{p->u.comm,      p->u.peer,      p->u.rank, uint32_t(p->u.tag),
+                  p->u.post_time, p->u.post_time, 0,         Where(p->u.loc, p->u.event)};
+    r.uncompleted = uint32_t(t.uncompleted_recvs.size() - 1);
     s.recvs.push_back(r);
   }
-  std::map<Key, std::vector<const PendingSend*>> sends;
-  std::map<Key, std::vector<const PendingRecv*>> recvs;
-  // At most one message per send: without the slack of doubling, which would stay for the
-  // trace's life (most of a streaming analysis' memory is messages).
-  t.messages.reserve(std::min(s.sends.size(), s.recvs.size()));
-  for (const auto& x : s.sends) sends[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
-  for (const auto& x : s.recvs) recvs[{x.comm, x.src, x.dst, x.tag}].push_back(&x);
-  for (auto& [key, list] : sends) {
-    std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) {
-      return std::tie(a->time, a->loc, a->event) < std::tie(b->time, b->loc, b->event);
-    });
-    std::vector<const PendingRecv*> empty;
-    auto it = recvs.find(key);
-    auto& rl = it == recvs.end() ? empty : it->second;
-    std::stable_sort(rl.begin(), rl.end(), [](auto* a, auto* b) {
-      return std::tie(a->post, a->loc, a->event) < std::tie(b->post, b->loc, b->event);
-    });
-    const size_t n = std::min(list.size(), rl.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (rl[i]->uncompleted != SIZE_MAX) {
-        UncompletedRecv& u = t.uncompleted_recvs[rl[i]->uncompleted];
-        u.matched = true;
-        u.send_loc = list[i]->loc;
-        u.send_event = list[i]->event;
-        u.bytes = list[i]->bytes;
-        continue;
+  // Sorted in place by channel, then in MPI's order (sends by start, receives by post; ties by
+  // location and event, not by the order in which a reader thread met them, so that the result
+  // does not depend on how locations were split over threads), then walked channel by channel
+  // in ascending order: the messages and unmatched lists come out as matching per channel in a
+  // map did, without a second copy of the lists.
+  auto& sl = s.sends;
+  auto& rl = s.recvs;
+  std::sort(sl.begin(), sl.end(), [](const PendingSend& a, const PendingSend& b) {
+    return std::tie(a.comm, a.src, a.dst, a.tag, a.time, a.where) <
+           std::tie(b.comm, b.src, b.dst, b.tag, b.time, b.where);
+  });
+  std::sort(rl.begin(), rl.end(), [](const PendingRecv& a, const PendingRecv& b) {
+    return std::tie(a.comm, a.src, a.dst, a.tag, a.post, a.where) <
+           std::tie(b.comm, b.src, b.dst, b.tag, b.post, b.where);
+  });
+  auto key = [](const auto& x) { return Key{x.comm, x.src, x.dst, x.tag}; };
+  // emit false: only counts the messages (to reserve them exactly: they stay for the trace's
+  // life); emit true: writes them and frees the matched records as it goes.
+  std::vector<Unmatched> recv_only;  // unmatched receives of channels without sends: last
+  auto walk = [&](bool emit) {
+    size_t n = 0, i = 0, j = 0;
+    auto release = [&] {
+      if (!emit || i + j < 8192) return;
+      sl.erase(sl.begin(), sl.begin() + std::ptrdiff_t(i));
+      rl.erase(rl.begin(), rl.begin() + std::ptrdiff_t(j));
+      i = j = 0;
+    };
+    while (i < sl.size() || j < rl.size()) {
+      if (i < sl.size() && (j >= rl.size() || !(key(rl[j]) < key(sl[i])))) {
+        const Key k = key(sl[i]);
+        for (; i < sl.size() && key(sl[i]) == k; ++i) {
+          if (j < rl.size() && key(rl[j]) == k) {
+            const PendingSend& x = sl[i];
+            const PendingRecv& r = rl[j++];
+            if (r.uncompleted != UINT32_MAX) {
+              if (emit) {
+                UncompletedRecv& u = t.uncompleted_recvs[r.uncompleted];
+                u.matched = true;
+                u.send_loc = WhereLoc(x.where);
+                u.send_event = WhereEvent(x.where);
+                u.bytes = x.bytes;
+              }
+              continue;
+            }
+            ++n;
+            if (!emit) continue;
+            Message m;
+            std::tie(m.comm, m.src, m.dst, m.tag) = k;
+            m.send_loc = WhereLoc(x.where);
+            m.send_event = WhereEvent(x.where);
+            m.recv_loc = WhereLoc(r.where);
+            m.recv_event = WhereEvent(r.where);
+            m.bytes = x.bytes;
+            m.recv_bytes = r.bytes;
+            m.send_time = x.time;
+            m.recv_post_time = r.post;
+            m.recv_time = r.time;
+            t.messages.push_back(m);
+          } else if (emit) {
+            t.unmatched_sends.push_back({WhereLoc(sl[i].where), WhereEvent(sl[i].where)});
+          }
+        }
+        // A receive still open at the end that no message reached is no error.
+        for (; j < rl.size() && key(rl[j]) == k; ++j)
+          if (emit && rl[j].uncompleted == UINT32_MAX)
+            t.unmatched_recvs.push_back({WhereLoc(rl[j].where), WhereEvent(rl[j].where)});
+      } else {
+        const Key k = key(rl[j]);
+        for (; j < rl.size() && key(rl[j]) == k; ++j)
+          if (emit && rl[j].uncompleted == UINT32_MAX)
+            recv_only.push_back({WhereLoc(rl[j].where), WhereEvent(rl[j].where)});
       }
-      Message m;
-      std::tie(m.comm, m.src, m.dst, m.tag) = key;
-      m.send_loc = list[i]->loc;
-      m.send_event = list[i]->event;
-      m.recv_loc = rl[i]->loc;
-      m.recv_event = rl[i]->event;
-      m.bytes = list[i]->bytes;
-      m.recv_bytes = rl[i]->bytes;
-      m.send_time = list[i]->time;
-      m.recv_post_time = rl[i]->post;
-      m.recv_time = rl[i]->time;
-      t.messages.push_back(m);
+      release();
     }
-    for (size_t i = n; i < list.size(); ++i)
-      t.unmatched_sends.push_back({list[i]->loc, list[i]->event});
-    // A receive still open at the end that no message reached is no error.
-    for (size_t i = n; i < rl.size(); ++i)
-      if (rl[i]->uncompleted == SIZE_MAX) t.unmatched_recvs.push_back({rl[i]->loc, rl[i]->event});
-    if (it != recvs.end()) recvs.erase(it);
-  }
-  for (auto& [key, rl] : recvs) {
-    std::stable_sort(rl.begin(), rl.end(), [](auto* a, auto* b) {
-      return std::tie(a->post, a->loc, a->event) < std::tie(b->post, b->loc, b->event);
-    });
-    for (auto* r : rl)
-      if (r->uncompleted == SIZE_MAX) t.unmatched_recvs.push_back({r->loc, r->event});
-  }
+    return n;
+  };
+  t.messages.reserve(walk(false));
+  walk(true);
+  std::deque<PendingSend>().swap(sl);
+  std::deque<PendingRecv>().swap(rl);
+#ifdef __GLIBC__
+  // The deques' blocks were small heap allocations: give their pages back, or the analysis's
+  // large vectors (mapped apart from the heap) come on top of them.
+  malloc_trim(0);
+#endif
+  t.unmatched_recvs.insert(t.unmatched_recvs.end(), recv_only.begin(), recv_only.end());
   std::sort(t.messages.begin(), t.messages.end(),
             [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
 }
@@ -801,14 +856,12 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     if (s.sends.empty()) {
       s.sends.swap(st.sends);
     } else {
-      s.sends.insert(s.sends.end(), st.sends.begin(), st.sends.end());
-      std::vector<PendingSend>().swap(st.sends);
+      for (; !st.sends.empty(); st.sends.pop_front()) s.sends.push_back(st.sends.front());
     }
     if (s.recvs.empty()) {
       s.recvs.swap(st.recvs);
     } else {
-      s.recvs.insert(s.recvs.end(), st.recvs.begin(), st.recvs.end());
-      std::vector<PendingRecv>().swap(st.recvs);
+      for (; !st.recvs.empty(); st.recvs.pop_front()) s.recvs.push_back(st.recvs.front());
     }
     for (auto& [key, p] : st.posted) s.posted_more.push_back(p);
   }
