@@ -746,12 +746,23 @@ Timelines BuildTimelines(const Trace& t,
     const size_t loc = size_t(main_loc[i]);
     LocationScanner scan(t, kinds, msg_of_event[loc], out.phase_source, phases, work[i],
                          rank_parts[i]);
+    // A call takes an Enter and a Leave: a large location's list is reserved for the most calls
+    // it can hold, so it is never copied while it grows (doubling would hold it twice, and
+    // trimming it after would copy it again). Only from 32 MiB on: glibc maps such requests
+    // apart from the heap, and their pages never written are not resident, so only the calls
+    // there cost memory; a smaller reservation would come out of the heap's pages freed by the
+    // first pass, and those are resident. Capped at 2^24 calls (768 MiB of address space):
+    // beyond it the list grows as vectors do.
+    const size_t most = size_t(std::min<uint64_t>(NumEvents(t.locations[loc]) / 2, 1u << 24));
+    const bool reserved = most * sizeof(Call) >= (size_t(32) << 20);
+    if (reserved) work[i].calls.reserve(most);
     scan.Begin(rank_window[i].first, rank_window[i].second);
     source(out.ranks[i].rank, [&](size_t l, const TraceEvent& e) {
       if (l == loc) scan.Feed(e);
     });
     scan.Finish();
-    work[i].calls.shrink_to_fit();  // kept for all ranks until the collectives are matched
+    // Kept for all ranks until the collectives are matched.
+    if (!reserved) work[i].calls.shrink_to_fit();
     std::vector<std::pair<uint64_t, int32_t>>().swap(msg_of_event[loc]);
   });
   size_t nparts = 0;
