@@ -130,6 +130,7 @@ TEST(CallSiteTable, OverflowGoesToTheFunctionsUnattributedRow) {
   EXPECT_EQ(in_table + t->unattributed(1).calls, calls);
   EXPECT_EQ(t->unattributed(1).calls, (100u - 16u) * 2);
   EXPECT_EQ(t->unattributed(1).bytes_sent, (100u - 16u) * 16);
+  recording::CallSiteTable::Destroy(t);
 }
 
 }  // namespace

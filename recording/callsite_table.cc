@@ -37,6 +37,13 @@ CallSiteTable* CallSiteTable::Create(uint32_t capacity, uint32_t num_funcs) {
   return t;
 }
 
+void CallSiteTable::Destroy(CallSiteTable* t) {
+  if (!t) return;
+  std::free(t->entries_);
+  std::free(t->unattributed_);
+  std::free(t);
+}
+
 namespace {
 
 struct UnwindState {

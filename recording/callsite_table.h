@@ -39,6 +39,9 @@ class CallSiteTable {
   static constexpr uint32_t kMaxProbe = 32;
   // capacity is rounded up to a power of two. Returns nullptr when memory is short.
   static CallSiteTable* Create(uint32_t capacity, uint32_t num_funcs);
+  // Frees a table of Create. The preload keeps its threads' tables to the end of the process
+  // (a thread's counts are read at finalize or on a signal); tests and tools free theirs.
+  static void Destroy(CallSiteTable* t);
 
   // The hot path: no allocation, no lock, no system call. pcs[0..depth) with depth >= 1.
   // Returns true when the site had no slot before (the caller may check its address).
