@@ -32,7 +32,8 @@ while (($#)); do
 done
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
 if ((${#targets[@]} == 0)); then
-  targets=(design model platform_table expr csv rank_dump raw_run raw_samples collector)
+  targets=(design model platform_table expr csv rank_dump raw_run raw_samples collector smpi_paje
+           callsite_file)
 fi
 
 start=$(date +%s)
