@@ -82,10 +82,14 @@ def main():
             if probe not in names or names[probe]['calls'] != 1 or not names[probe]['time_s'] > 0:
                 fail(f'{pl["table"]}: {probe} not listed as unexpressed: {pl["unexpressed"]}')
         comm.append(max(r['communication_s'] for r in pl['ranks']))
-    # c_p2p's transfers are ~40 kB per rank plus ~30 messages' latency b1 (unchanged): at
-    # 3 MB/s instead of 30 the bandwidth part grows 10x (measured 0.67 ms -> 3.3 ms).
-    if not comm[1] > 2 * comm[0]:
-        fail(f'communication: a1 30 MB/s {comm[0]} s, a1 3 MB/s {comm[1]} s (expected > 2x)')
+    # c_p2p's transfers plus ~30 messages' latency b1 (unchanged): at 3 MB/s instead of 30 the
+    # bandwidth part grows 10x (measured 0.67 ms -> 3.3 ms on a quiet machine). The difference is
+    # the bandwidth term alone, which depends only on the traced bytes; the communication
+    # component itself also holds waits for late partners, whose length follows the traced
+    # computation and so the machine's load (seen: 11.0 ms -> 13.7 ms), so compare differences.
+    if not comm[1] - comm[0] > 1.3e-3:
+        fail(f'communication: a1 30 MB/s {comm[0]} s, a1 3 MB/s {comm[1]} s (expected the '
+             f'bandwidth term, ~2.6 ms, to add at least 1.3 ms)')
     if not out['platforms'][1]['predicted_wall_s'] > out['platforms'][0]['predicted_wall_s']:
         fail('the slower network does not predict a longer run')
 
