@@ -290,7 +290,8 @@ for t in "${targets[@]}"; do
     beside[$t]=$validation
   else
     beside[$t]=$validation-beside-$t
-    sed "s/^name = .*/name = \"${beside[$t]}\"/" "$designs/$validation.toml" \
+    # Only the design's own name (the first one, before any [[factor]]): factors have names too.
+    sed "0,/^name = .*/s//name = \"${beside[$t]}\"/" "$designs/$validation.toml" \
       > "$designs/${beside[$t]}.toml"
   fi
   add_paired_stream "$validation" "${beside[$t]}" "$ref" "$t"
