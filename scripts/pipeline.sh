@@ -6,7 +6,7 @@
 # the prediction errors from the results database; predict the source documents' platforms;
 # draw the plots and write the HTML report.
 #
-#   scripts/pipeline.sh [--quick] [--replications K] [--out DIR]
+#   scripts/pipeline.sh [--quick] [--replications K] [--out DIR] [--schedule-only]
 #
 # --quick: small designs, one target platform (100 Mbit/s) and no reverse direction: under
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
@@ -15,7 +15,8 @@
 # calibration and validation point K times (default: the designs' own, 3 and 5, issue 20;
 # K = 4 was the benchmark of docs/report.md, ~15 min). The probe rounds and the runs of
 # every platform are interleaved in time, so that the machine's drifting speed does not turn
-# into a difference between platforms.
+# into a difference between platforms. --schedule-only: write DIR/designs and DIR/schedule.txt
+# (every design checked by the runner's --dry-run) and stop before measuring anything.
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
 # results database, so runs never mix with build/experiments/results.db. BUILD_DIR picks the
 # build tree (default ./build). Emulated platforms need root (cgroups, network namespaces).
@@ -26,7 +27,8 @@ invmw=$build/bin/invmw
 quick=0
 replications=
 out=
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+schedule_only=0
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -36,6 +38,7 @@ while [[ $# -gt 0 ]]; do
       replications=$2; shift 2 ;;
     --out) [[ $# -ge 2 ]] || { echo "pipeline: --out needs a directory" >&2; exit 2; }
            out=$2; shift 2 ;;
+    --schedule-only) schedule_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "pipeline: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -166,10 +169,13 @@ add_paired_stream() {  # design ref-design reference target
 }
 # Runs the schedule. A failed run or probe round is a warning (the fits, tables and validations
 # use the others); a design that cannot run at all stops the pipeline, an interrupt too.
-run_schedule() {
+sort_schedule() {
   awk -v S="$streams" '{ printf "%.9f %s\n", ($1 + ($3 + 0.5) / S) / $2, $0 }' \
-    "$schedule.unsorted" | LC_ALL=C sort -s -k1,1n | cut -d' ' -f5- > "$schedule"
+    "$schedule.unsorted" | LC_ALL=C sort -s -k1,1n | cut -d' ' -f5- > "$schedule.tmp"
+  mv "$schedule.tmp" "$schedule"
   rm -f "$schedule.unsorted"
+}
+run_schedule() {
   local total done=0 failed=0 rc kind a b c d log
   total=$(wc -l < "$schedule")
   mkdir -p "$out/tables/rounds"
@@ -269,12 +275,14 @@ validate() {  # file label run-platform table fit design [reference [pair-platfo
   grep -E '^(drift |replications per point)' "$out/validation/$1.txt" | sed 's/^/    /' || true
 }
 
+if [[ $schedule_only -eq 0 ]]; then
 step "profile and trace: heat1d on 2 ranks"
 "$invmw" run --trace --quiet --out "$out/profile" -- \
   mpirun --oversubscribe -np 2 "$build/bin/heat1d" "${heat[@]}" > "$out/heat1d.out"
 "$invmw" trace check "$out/profile" > "$out/profile/trace-check.txt"
 "$invmw" analyze "$out/profile" > "$out/profile/analysis.txt"
 cp "$out/profile/profile.txt" "$out/profile-summary.txt"
+fi
 
 platforms=("$ref" "${targets[@]}")
 [[ -z $reverse || " ${platforms[*]} " == *" $reverse "* ]] || platforms+=("$reverse")
@@ -298,6 +306,11 @@ for t in "${targets[@]}"; do
 done
 [[ -z $reverse || -n ${beside[$reverse]:-} ]] || add_run_stream "$validation" "$reverse"
 [[ -z $reverse ]] || add_run_stream "$calibration" "$reverse"
+sort_schedule
+if [[ $schedule_only -eq 1 ]]; then
+  echo "schedule of $(wc -l < "$schedule") measurements: $schedule (designs in $designs)"
+  exit 0
+fi
 run_schedule
 for f in "$out"/experiment-*.log; do
   awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED/ { bad++ }
