@@ -1,7 +1,9 @@
 #include "experiments/runner/slurm_platform.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -116,6 +118,37 @@ std::optional<SlurmPlatform> FindSlurmPlatform(const std::string& name) {
   return p;
 }
 
+std::vector<std::string> ListSlurmPlatforms() {
+  std::vector<std::string> names;
+  DIR* d = opendir(SlurmPlatformsDir().c_str());
+  if (!d) return names;
+  while (const dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 5 && n[0] != '.' && n.compare(n.size() - 5, 5, ".toml") == 0)
+      names.push_back(n.substr(0, n.size() - 5));
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string SlurmPlatformSummary(const SlurmPlatform& p) {
+  auto or_default = [](const std::string& v, const char* what) {
+    return v.empty() ? std::string(what) : v;
+  };
+  std::string s = "Slurm batch jobs: partition " + or_default(p.partition, "(site default)");
+  if (!p.account.empty()) s += ", account " + p.account;
+  if (!p.qos.empty()) s += ", qos " + p.qos;
+  if (p.nodes)
+    s += ", " + std::to_string(p.nodes) + (p.nodes == 1 ? " node" : " nodes");
+  else
+    s += ", nodes as Slurm places the ranks";
+  if (p.ntasks_per_node) s += ", " + std::to_string(p.ntasks_per_node) + " tasks per node";
+  s += ", time limit " + or_default(p.time_limit, "(partition default)");
+  if (!p.node_local_dir.empty()) s += ", node-local output in " + p.node_local_dir;
+  return s;
+}
+
 SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& source) {
   toml::table doc;
   try {
@@ -215,6 +248,18 @@ SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& sou
   return p;
 }
 
+std::vector<std::string> SbatchPlatformOptions(const SlurmPlatform& p) {
+  std::vector<std::string> a;
+  if (!p.partition.empty()) a.push_back("--partition=" + p.partition);
+  if (!p.account.empty()) a.push_back("--account=" + p.account);
+  if (!p.qos.empty()) a.push_back("--qos=" + p.qos);
+  if (!p.time_limit.empty()) a.push_back("--time=" + p.time_limit);
+  if (p.nodes) a.push_back("--nodes=" + std::to_string(p.nodes));
+  if (p.ntasks_per_node) a.push_back("--ntasks-per-node=" + std::to_string(p.ntasks_per_node));
+  a.insert(a.end(), p.sbatch_options.begin(), p.sbatch_options.end());
+  return a;
+}
+
 std::vector<std::string> SbatchArgv(const SlurmPlatform& p, const std::string& job_name,
                                     const std::string& run_dir, int ranks,
                                     const std::string& script,
@@ -225,13 +270,7 @@ std::vector<std::string> SbatchArgv(const SlurmPlatform& p, const std::string& j
                                 "--chdir=" + run_dir,
                                 "--output=" + run_dir + "/runner.log",
                                 "--ntasks=" + std::to_string(ranks)};
-  if (!p.partition.empty()) a.push_back("--partition=" + p.partition);
-  if (!p.account.empty()) a.push_back("--account=" + p.account);
-  if (!p.qos.empty()) a.push_back("--qos=" + p.qos);
-  if (!p.time_limit.empty()) a.push_back("--time=" + p.time_limit);
-  if (p.nodes) a.push_back("--nodes=" + std::to_string(p.nodes));
-  if (p.ntasks_per_node) a.push_back("--ntasks-per-node=" + std::to_string(p.ntasks_per_node));
-  a.insert(a.end(), p.sbatch_options.begin(), p.sbatch_options.end());
+  for (auto& o : SbatchPlatformOptions(p)) a.push_back(std::move(o));
   a.push_back(script);
   a.push_back(p.node_local_dir);
   a.push_back(run_dir);
