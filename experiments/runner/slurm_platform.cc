@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -89,6 +90,44 @@ bool ValidSlurmTime(const std::string& t) {
   for (const auto& p : parts)
     if (!IsDigits(p)) return false;
   return true;
+}
+
+long long SlurmTimeSeconds(const std::string& t) {
+  if (!ValidSlurmTime(t)) return -1;
+  long long days = 0;
+  std::string rest = t;
+  size_t dash = t.find('-');
+  if (dash != std::string::npos) {
+    days = std::stoll(t.substr(0, dash));
+    rest = t.substr(dash + 1);
+  }
+  std::vector<long long> v;
+  for (const auto& p : Split(rest, ':')) {
+    if (p.size() > 12) return -1;
+    v.push_back(std::stoll(p));
+  }
+  long long s = 0;
+  if (dash == std::string::npos) {
+    // MM, MM:SS, HH:MM:SS
+    if (v.size() == 1) s = v[0] * 60;
+    if (v.size() == 2) s = v[0] * 60 + v[1];
+    if (v.size() == 3) s = v[0] * 3600 + v[1] * 60 + v[2];
+  } else {
+    // D-HH, D-HH:MM, D-HH:MM:SS
+    s = v[0] * 3600 + (v.size() > 1 ? v[1] * 60 : 0) + (v.size() > 2 ? v[2] : 0);
+  }
+  return days * 86400 + s;
+}
+
+std::string JobTimeLimit(const std::string& platform_limit, double timeout_s) {
+  long long minutes = static_cast<long long>(std::ceil(timeout_s / 60.0 - 1e-9));
+  if (minutes < 1) minutes = 1;
+  long long platform_s = platform_limit.empty() ? -1 : SlurmTimeSeconds(platform_limit);
+  if (platform_s >= 0 && platform_s <= minutes * 60) return platform_limit;
+  char b[64];
+  std::snprintf(b, sizeof b, "%lld-%02lld:%02lld:00", minutes / 1440, minutes / 60 % 24,
+                minutes % 60);
+  return b;
 }
 
 std::string SlurmPlatformsDir() {

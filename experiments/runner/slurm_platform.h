@@ -65,6 +65,16 @@ std::string SlurmPlatformSummary(const SlurmPlatform& p);
 // Slurm's time formats (see the header comment).
 bool ValidSlurmTime(const std::string& t);
 
+// A Slurm time in seconds: the formats above, which are also those of squeue's elapsed time
+// (%M: M:SS, H:MM:SS, D-H:MM:SS); -1 when `t` is none of them (e.g. "UNLIMITED").
+long long SlurmTimeSeconds(const std::string& t);
+
+// The --time of a run's job: the platform's time_limit, or the design's per-run timeout rounded
+// up to whole minutes (Slurm's unit) as D-HH:MM:SS when that is shorter or the platform sets
+// none. The runner itself cancels a job at the exact timeout; this limit holds when no runner
+// is watching (killed, interrupted).
+std::string JobTimeLimit(const std::string& platform_limit, double timeout_s);
+
 // The batch script: arguments NODE_LOCAL_BASE (empty: none) RUN_DIR COMMAND...
 extern const char kBatchScript[];
 
