@@ -8,8 +8,17 @@ slurmstepd processes that slurmd detaches are re-parented here rather than to in
 cancels the jobs, then ends every descendant of this process by its pid (never by name),
 waits for them, and removes the directory; it checks that nothing of it is left.
 
+With nodes > 1 (`--nodes N`), N slurmd daemons run on this host as nodes node1..nodeN (Debian's
+slurmd needs no multiple-slurmd build for this: each node has its own port, spool, pid and log
+file). Each runs in its own UTS namespace (`unshare --uts`, gone with the process) whose host
+name is the node's name, so the ranks of each node see that name (gethostname) as on a real
+cluster, and each has its own copy of slurm.conf that differs only in TmpFS: Slurm's PMIx plugin
+makes its per-step directory `TmpFS/spmix_appdir_<uid>_<job>.<step>` there, which two slurmd
+daemons sharing one TmpFS both try to create (the second step fails with EEXIST).
+DebugFlags=NO_CONF_HASH tells slurmctld that the copies differ on purpose.
+
 Use as a context manager (`with SlurmCluster() as c: ... c.env ...`), or run a command under
-it: `slurm_cluster.py [--cpus N] -- CMD ARGS...` exits with the command's status, or with 77
+it: `slurm_cluster.py [--cpus N] [--nodes N] -- CMD ARGS...` exits with the command's status, or with 77
 (CTest's SKIP_RETURN_CODE of the slurm tests) and the reason on stderr when the daemons cannot
 start here (not root, slurm-wlm or munge missing, daemons failing).
 """
@@ -65,8 +74,9 @@ def descendants(pid):
 
 
 class SlurmCluster:
-    def __init__(self, cpus=8, kill_wait=2, extra_conf=()):
+    def __init__(self, cpus=8, kill_wait=2, extra_conf=(), nodes=1):
         self.cpus = cpus
+        self.nodes = nodes
         self.kill_wait = kill_wait
         self.extra_conf = list(extra_conf)
         self.dir = None
@@ -91,7 +101,10 @@ class SlurmCluster:
     def _check_can_start(self):
         if os.geteuid() != 0:
             raise CannotStart("the single-host Slurm needs root (slurmd runs jobs as their user)")
-        for tool in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scontrol"):
+        tools = ["munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scontrol"]
+        if self.nodes > 1:
+            tools.append("unshare")
+        for tool in tools:
             if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
                 raise CannotStart(f"{tool} not found (Debian packages slurm-wlm and munge, "
                                   "scripts/setup.sh)")
@@ -120,8 +133,17 @@ class SlurmCluster:
                                "--seed-file", os.path.join(d, "munge", "munged.seed")])
         self._wait_for(lambda: os.path.exists(self.munge_socket), "munged", 10)
 
-        self.node = socket.gethostname().split(".")[0]
-        self.ctld_port, self.slurmd_port = _free_port(), _free_port()
+        # slurmctld runs on this host under its own name; the nodes take that name too when
+        # there is one, else node1..nodeN.
+        self.ctld_host = socket.gethostname().split(".")[0]
+        if self.nodes > 1:
+            self.node_names = [f"node{i}" for i in range(1, self.nodes + 1)]
+        else:
+            self.node_names = [self.ctld_host]
+        self.node = self.node_names[0]
+        self.ctld_port = _free_port()
+        self.slurmd_ports = [_free_port() for _ in self.node_names]
+        self.slurmd_port = self.slurmd_ports[0]
         conf = os.path.join(d, "slurm.conf")
         with open(conf, "w") as f:
             f.write(self._conf())
@@ -135,17 +157,34 @@ class SlurmCluster:
         self.env = env
         self._spawn("slurmctld", [shutil.which("slurmctld") or sbin + "/slurmctld", "-D", "-i",
                                   "-f", conf])
-        self._spawn("slurmd", [shutil.which("slurmd") or sbin + "/slurmd", "-D", "-f", conf,
-                               "-N", self.node])
+        slurmd = shutil.which("slurmd") or sbin + "/slurmd"
+        if self.nodes == 1:
+            self._spawn("slurmd", [slurmd, "-D", "-f", conf, "-N", self.node])
+        for name in (self.node_names if self.nodes > 1 else []):
+            node_conf = os.path.join(d, "conf-" + name, "slurm.conf")
+            os.makedirs(os.path.dirname(node_conf), 0o700)
+            os.makedirs(os.path.join(d, "tmp", name), 0o700)
+            os.makedirs(os.path.join(d, "spool", name), 0o700)
+            with open(node_conf, "w") as f:
+                f.write(self._conf(tmpfs=os.path.join(d, "tmp", name)))
+            # unshare execs sh, which sets the namespace's host name and execs slurmd: the
+            # recorded pid is slurmd's.
+            self._spawn("slurmd-" + name,
+                        [shutil.which("unshare") or "unshare", "--uts", "--", "sh", "-c",
+                         'hostname "$0" && exec "$@"', name, slurmd, "-D", "-f", node_conf,
+                         "-N", name])
         self._wait_for(self._node_idle, "slurmd (node idle in sinfo)", 30)
         self.start_seconds = time.monotonic() - t0
         return self
 
-    def _conf(self):
+    def _conf(self, tmpfs=None):
         d = self.dir
+        multi = self.nodes > 1
+        spool = f"{d}/spool/%n" if multi else f"{d}/spool"
+        slurmd_files = "slurmd-%n" if multi else "slurmd"
         lines = [
             "ClusterName=invmwtest",
-            f"SlurmctldHost={self.node}(127.0.0.1)",
+            f"SlurmctldHost={self.ctld_host}(127.0.0.1)",
             "SlurmUser=root",
             "SlurmdUser=root",
             f"SlurmctldPort={self.ctld_port}",
@@ -154,12 +193,12 @@ class SlurmCluster:
             "CredType=cred/munge",
             f"AuthInfo=socket={self.munge_socket}",
             f"StateSaveLocation={d}/state",
-            f"SlurmdSpoolDir={d}/spool",
+            f"SlurmdSpoolDir={spool}",
             f"SlurmctldPidFile={d}/run/slurmctld.pid",
-            f"SlurmdPidFile={d}/run/slurmd.pid",
+            f"SlurmdPidFile={d}/run/{slurmd_files}.pid",
             f"SlurmctldLogFile={d}/log/slurmctld.log",
-            f"SlurmdLogFile={d}/log/slurmd.log",
-            f"TmpFS={d}/tmp",
+            f"SlurmdLogFile={d}/log/{slurmd_files}.log",
+            f"TmpFS={tmpfs or d + '/tmp'}",
             # What runs in an unprivileged container without cgroup or affinity control.
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
@@ -181,9 +220,18 @@ class SlurmCluster:
             "MessageTimeout=30",
             # More CPUs than the machine's cores: ranks oversubscribe like mpirun --oversubscribe.
             "SlurmdParameters=config_overrides",
-            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN",
-            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP",
-        ] + self.extra_conf
+        ]
+        if not multi:
+            lines.append(f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN")
+        else:
+            # The slurm.conf copies of the nodes differ in TmpFS (see the module's comment).
+            lines.append("DebugFlags=NO_CONF_HASH")
+            for name, port in zip(self.node_names, self.slurmd_ports):
+                lines.append(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 "
+                             f"Port={port} CPUs={self.cpus} State=UNKNOWN")
+        nodes = f"node[1-{self.nodes}]" if multi else self.node
+        lines.append(f"PartitionName=debug Nodes={nodes} Default=YES MaxTime=INFINITE State=UP")
+        lines += self.extra_conf
         return "\n".join(lines) + "\n"
 
     def _spawn(self, name, argv):
@@ -207,7 +255,7 @@ class SlurmCluster:
     def _node_idle(self):
         r = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.env,
                            capture_output=True, text=True)
-        return r.returncode == 0 and r.stdout.strip() == "idle"
+        return r.returncode == 0 and r.stdout.split() == ["idle"] * self.nodes
 
     def logs(self):
         out = []
@@ -250,7 +298,8 @@ class SlurmCluster:
                            capture_output=True, timeout=30)
             self.wait_no_jobs(15)
         # Daemons first in the reverse order of their start, each by its recorded pid.
-        for name in ("slurmd", "slurmctld", "munged"):
+        slurmds = ["slurmd"] + ["slurmd-" + n for n in getattr(self, "node_names", [])]
+        for name in slurmds + ["slurmctld", "munged"]:
             p = self.procs.get(name)
             if p and p.poll() is None:
                 p.terminate()
@@ -289,17 +338,20 @@ class SlurmCluster:
 
 
 def main(argv):
-    cpus = 8
-    if argv[:1] == ["--cpus"]:
-        cpus = int(argv[1])
+    cpus, nodes = 8, 1
+    while argv[:1] in (["--cpus"], ["--nodes"]):
+        if argv[0] == "--cpus":
+            cpus = int(argv[1])
+        else:
+            nodes = int(argv[1])
         argv = argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: slurm_cluster.py [--cpus N] -- CMD ARGS...", file=sys.stderr)
+        print("usage: slurm_cluster.py [--cpus N] [--nodes N] -- CMD ARGS...", file=sys.stderr)
         return 2
     try:
-        cluster = SlurmCluster(cpus=cpus).__enter__()
+        cluster = SlurmCluster(cpus=cpus, nodes=nodes).__enter__()
     except CannotStart as e:
         print(f"SKIP: single-host Slurm cannot start here: {e}", file=sys.stderr)
         return SKIP

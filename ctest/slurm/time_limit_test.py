@@ -12,7 +12,13 @@ Slurm sends SIGTERM to every process of the job at the limit and SIGKILL after K
     calls' enter events on both ranks.
 Takes about 1.5 minutes (Slurm's smallest time limit is one minute): label slow.
 
-usage: time_limit_test.py --invmw BIN --program C_ABNORMAL --workdir DIR
+With --design-timeout S, the design's own per-run timeout (S seconds) ends the job instead: the
+platform's limit is 5 minutes, the job's --time is the design timeout rounded up to a minute
+(command.txt), and the runner cancels the job once squeue says it ran longer than S seconds. The
+row then says "timed out after S s (design timeout)", as under the local runner, the job's state
+is CANCELLED (not TIMEOUT), and profile and trace are recoverable as above. About 15 s.
+
+usage: time_limit_test.py --invmw BIN --program C_ABNORMAL --workdir DIR [--design-timeout S]
 """
 import argparse
 import collections
@@ -36,18 +42,24 @@ def main():
     ap.add_argument("--invmw", required=True)
     ap.add_argument("--program", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--design-timeout", type=int)
     a = ap.parse_args()
     invmw, program = os.path.abspath(a.invmw), os.path.abspath(a.program)
     shutil.rmtree(a.workdir, ignore_errors=True)
     plat = os.path.join(a.workdir, "platforms")
     os.makedirs(plat)
     with open(os.path.join(plat, "limit1.toml"), "w") as f:
-        f.write('kind = "slurm"\nname = "limit1"\ndescription = "one minute per run"\n'
-                'partition = "debug"\ntime_limit = "1"\npoll_interval = 1\n')
+        if a.design_timeout:
+            f.write('kind = "slurm"\nname = "limit1"\ndescription = "five minutes per run"\n'
+                    'partition = "debug"\ntime_limit = "5"\npoll_interval = 0.5\n')
+        else:
+            f.write('kind = "slurm"\nname = "limit1"\ndescription = "one minute per run"\n'
+                    'partition = "debug"\ntime_limit = "1"\npoll_interval = 1\n')
+    timeout = f"{a.design_timeout}s" if a.design_timeout else "600s"
     design = os.path.join(a.workdir, "hang.toml")
     with open(design, "w") as f:
         f.write('name = "hang"\ndescription = "c_abnormal hang until the time limit"\n'
-                'responses = ["t_wall"]\ntimeout = "600s"\n'
+                f'responses = ["t_wall"]\ntimeout = "{timeout}"\n'
                 '[[factor]]\nname = "x"\nlevels = [1]\n'
                 f'[command]\nranks = 2\nlauncher = ["srun"]\nprogram = "{program}"\n'
                 'args = ["hang"]\n')
@@ -66,14 +78,29 @@ def main():
         fail(f"expected one row, got {rows}")
     status, error, job_id, nodes, run_dir, exit_status = rows[0]
     print(f"row: {status}, exit {exit_status}, job {job_id} on {nodes}: {error}", flush=True)
-    if status != "failed" or "TIMEOUT" not in (error or ""):
-        fail("the row does not record the time limit")
     if not job_id or not nodes:
         fail("no job id or node list in the row")
     with open(os.path.join(run_dir, "runner.log")) as f:
         log = f.read()
-    if "TIME LIMIT" not in log:
-        fail("the job log does not show Slurm's time limit:\n" + log[-2000:])
+    if a.design_timeout:
+        if status != "failed" or \
+                f"timed out after {a.design_timeout} s (design timeout)" not in (error or ""):
+            fail("the row does not record the design timeout")
+        with open(os.path.join(run_dir, "command.txt")) as f:
+            command = f.read()
+        if "--time=0-00:01:00" not in command.split():
+            fail("the job's --time is not the design timeout rounded up to a minute: " + command)
+        q = subprocess.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"],
+                           capture_output=True, text=True)
+        if q.stdout.strip() != "CANCELLED":
+            fail(f"job {job_id} state {q.stdout.strip()!r}, expected CANCELLED (by the runner)")
+        if "CANCELLED" not in log:
+            fail("the job log does not show the cancellation:\n" + log[-2000:])
+    else:
+        if status != "failed" or "TIMEOUT" not in (error or ""):
+            fail("the row does not record the time limit")
+        if "TIME LIMIT" not in log:
+            fail("the job log does not show Slurm's time limit:\n" + log[-2000:])
 
     prof_path = os.path.join(run_dir, "profile.json")
     if os.path.exists(prof_path):

@@ -478,7 +478,18 @@ class DesignRun {
     RunSlot slot;
     std::string dir, id, state;
     bool adopted = false;
+    bool timed_out = false;  // the runner cancelled it at the design's timeout
   };
+
+  // squeue's view of a job: its state and, once it runs, the time it has run (%M).
+  struct JobStatus {
+    std::string state;
+    double elapsed_s = -1;
+  };
+
+  // Marks a run whose job the runner cancelled at the design's timeout, for Harvest (also in a
+  // later runner that collects the job).
+  static constexpr const char* kTimedOutFile = "invmw-timed-out";
 
   static std::string ReadFirstLine(const std::string& path, std::string* second = nullptr) {
     std::ifstream in(path);
@@ -524,40 +535,71 @@ class DesignRun {
 
   std::vector<std::string> Sbatch(const RunSlot& s, const std::string& run_dir) const {
     int ranks = static_cast<int>(points_[s.point].derived.at("ranks"));
-    return SbatchArgv(*slurm_, JobName(s), run_dir, ranks, run_dir + "/invmw-batch.sh",
+    // The design's timeout also bounds the job's --time (in whole minutes), so that Slurm ends
+    // an overrunning job when no runner watches it; the runner cancels it at the exact timeout.
+    SlurmPlatform p = *slurm_;
+    p.time_limit = JobTimeLimit(p.time_limit, d_.timeout_s);
+    return SbatchArgv(p, JobName(s), run_dir, ranks, run_dir + "/invmw-batch.sh",
                       JobCommand(s, run_dir));
   }
 
   // The job's state ("PENDING", "RUNNING", "COMPLETED", "TIMEOUT", ...), "" when slurmctld no
   // longer knows it. Throws when squeue itself fails otherwise (no controller).
-  std::string JobState(const std::string& id) {
-    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", id, "-o", "%T"});
+  std::string JobState(const std::string& id) { return JobStatusOf(id).state; }
+
+  static double Elapsed(const std::string& m) {
+    long long s = SlurmTimeSeconds(m);
+    return s < 0 ? -1 : double(s);
+  }
+
+  JobStatus JobStatusOf(const std::string& id) {
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", id, "-o", "%T %M"});
     if (!r.started) throw std::runtime_error("squeue: " + r.error);
     std::string out = r.output;
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     if (!r.Succeeded()) {
-      if (out.find("Invalid job id") != std::string::npos) return "";
+      if (out.find("Invalid job id") != std::string::npos) return {};
       throw std::runtime_error("squeue -j " + id + " failed (" + r.Describe() + "): " + out);
     }
-    return out;
+    JobStatus st;
+    std::stringstream ss(out);
+    std::string m;
+    ss >> st.state >> m;
+    st.elapsed_s = Elapsed(m);
+    return st;
   }
 
   // The states of many jobs with one squeue call (a site's controller is polled once per
   // interval, not once per job); jobs it no longer knows are absent. Falls back to one call per
   // job when squeue refuses the list (a list naming a purged job may be refused as a whole).
-  std::map<std::string, std::string> JobStates(const std::vector<std::string>& ids) {
-    std::map<std::string, std::string> out;
+  std::map<std::string, JobStatus> JobStates(const std::vector<std::string>& ids) {
+    std::map<std::string, JobStatus> out;
     std::string list;
     for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
-    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i %T"});
+    SubprocessResult r = RunCapture({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i %T %M"});
     if (r.Succeeded()) {
       std::stringstream ss(r.output);
-      for (std::string id, state; ss >> id >> state;) out[id] = state;
+      for (std::string id, state, m; ss >> id >> state >> m;) out[id] = {state, Elapsed(m)};
       return out;
     }
     for (const auto& id : ids)
-      if (std::string st = JobState(id); !st.empty()) out[id] = st;
+      if (JobStatus st = JobStatusOf(id); !st.state.empty()) out[id] = st;
     return out;
+  }
+
+  // Cancels a job that has run longer than the design's timeout, as the local runner stops a
+  // command then: scancel sends SIGTERM to every process of the job (SIGKILL after KillWait),
+  // so the ranks save what they have, as at a time limit. The mark is written first, so that a
+  // runner killed right after still records the run as timed out.
+  void CancelTimedOut(Job* j, double elapsed) {
+    WriteFileAtomic(j->dir + "/" + kTimedOutFile, FormatNumber(d_.timeout_s) + "\n", 0644);
+    j->timed_out = true;
+    SubprocessResult r = RunCapture({"scancel", j->id});
+    std::fprintf(out_, "%s: job %s ran %s s, longer than the design timeout (%s s): %s\n",
+                 Label(j->slot).c_str(), j->id.c_str(), FormatNumber(elapsed).c_str(),
+                 FormatNumber(d_.timeout_s).c_str(),
+                 r.Succeeded() ? "cancelled" : ("scancel failed: " + r.output).c_str());
+    std::fflush(out_);
   }
 
   static bool Active(const std::string& state) {
@@ -592,6 +634,7 @@ class DesignRun {
         j.id = id;
         j.state = state;
         j.adopted = true;
+        j.timed_out = access((j.dir + "/" + kTimedOutFile).c_str(), F_OK) == 0;
         return j;
       }
     }
@@ -639,6 +682,17 @@ class DesignRun {
                      1e-9 * double(ended.st_mtim.tv_nsec - started.st_mtim.tv_nsec);
     const std::string log = j.dir + "/runner.log";
     const std::string job = "job " + j.id + (j.state.empty() ? "" : " (" + j.state + ")");
+    if (j.timed_out || access((j.dir + "/" + kTimedOutFile).c_str(), F_OK) == 0) {
+      // As the local runner records it; the exit status is the batch script's when it could
+      // still write it, else unknown.
+      rec.exit_status =
+          have_end ? std::atoi(ReadFirstLine(j.dir + "/invmw-exit-status").c_str()) : -1;
+      rec.status = "failed";
+      rec.error = "timed out after " + FormatNumber(d_.timeout_s) + " s (design timeout); " + job +
+                  " cancelled by the runner; what the ranks saved is in " + j.dir +
+                  " (invmw profile / invmw trace recover)";
+      return rec;
+    }
     if (!have_end) {
       rec.exit_status = -1;  // unknown: the batch script was killed before it could say
       rec.status = "failed";
@@ -692,8 +746,10 @@ class DesignRun {
       const auto states = JobStates(ids);
       for (auto it = jobs.begin(); it != jobs.end();) {
         auto st = states.find(it->id);
-        it->state = st == states.end() ? "" : st->second;
+        it->state = st == states.end() ? "" : st->second.state;
         if (Active(it->state)) {
+          if (it->state == "RUNNING" && !it->timed_out && st->second.elapsed_s > d_.timeout_s)
+            CancelTimedOut(&*it, st->second.elapsed_s);
           ++it;
           continue;
         }

@@ -1,9 +1,12 @@
 #include "experiments/runner/slurm_platform.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -89,6 +92,44 @@ bool ValidSlurmTime(const std::string& t) {
   return true;
 }
 
+long long SlurmTimeSeconds(const std::string& t) {
+  if (!ValidSlurmTime(t)) return -1;
+  long long days = 0;
+  std::string rest = t;
+  size_t dash = t.find('-');
+  if (dash != std::string::npos) {
+    days = std::stoll(t.substr(0, dash));
+    rest = t.substr(dash + 1);
+  }
+  std::vector<long long> v;
+  for (const auto& p : Split(rest, ':')) {
+    if (p.size() > 12) return -1;
+    v.push_back(std::stoll(p));
+  }
+  long long s = 0;
+  if (dash == std::string::npos) {
+    // MM, MM:SS, HH:MM:SS
+    if (v.size() == 1) s = v[0] * 60;
+    if (v.size() == 2) s = v[0] * 60 + v[1];
+    if (v.size() == 3) s = v[0] * 3600 + v[1] * 60 + v[2];
+  } else {
+    // D-HH, D-HH:MM, D-HH:MM:SS
+    s = v[0] * 3600 + (v.size() > 1 ? v[1] * 60 : 0) + (v.size() > 2 ? v[2] : 0);
+  }
+  return days * 86400 + s;
+}
+
+std::string JobTimeLimit(const std::string& platform_limit, double timeout_s) {
+  long long minutes = static_cast<long long>(std::ceil(timeout_s / 60.0 - 1e-9));
+  if (minutes < 1) minutes = 1;
+  long long platform_s = platform_limit.empty() ? -1 : SlurmTimeSeconds(platform_limit);
+  if (platform_s >= 0 && platform_s <= minutes * 60) return platform_limit;
+  char b[64];
+  std::snprintf(b, sizeof b, "%lld-%02lld:%02lld:00", minutes / 1440, minutes / 60 % 24,
+                minutes % 60);
+  return b;
+}
+
 std::string SlurmPlatformsDir() {
   const std::string env = config::Load().SLURM_PLATFORMS_DIR;
   if (!env.empty()) return env;
@@ -114,6 +155,37 @@ std::optional<SlurmPlatform> FindSlurmPlatform(const std::string& name) {
                              ".toml");
   p.path = path;
   return p;
+}
+
+std::vector<std::string> ListSlurmPlatforms() {
+  std::vector<std::string> names;
+  DIR* d = opendir(SlurmPlatformsDir().c_str());
+  if (!d) return names;
+  while (const dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 5 && n[0] != '.' && n.compare(n.size() - 5, 5, ".toml") == 0)
+      names.push_back(n.substr(0, n.size() - 5));
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string SlurmPlatformSummary(const SlurmPlatform& p) {
+  auto or_default = [](const std::string& v, const char* what) {
+    return v.empty() ? std::string(what) : v;
+  };
+  std::string s = "Slurm batch jobs: partition " + or_default(p.partition, "(site default)");
+  if (!p.account.empty()) s += ", account " + p.account;
+  if (!p.qos.empty()) s += ", qos " + p.qos;
+  if (p.nodes)
+    s += ", " + std::to_string(p.nodes) + (p.nodes == 1 ? " node" : " nodes");
+  else
+    s += ", nodes as Slurm places the ranks";
+  if (p.ntasks_per_node) s += ", " + std::to_string(p.ntasks_per_node) + " tasks per node";
+  s += ", time limit " + or_default(p.time_limit, "(partition default)");
+  if (!p.node_local_dir.empty()) s += ", node-local output in " + p.node_local_dir;
+  return s;
 }
 
 SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& source) {
@@ -215,6 +287,18 @@ SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& sou
   return p;
 }
 
+std::vector<std::string> SbatchPlatformOptions(const SlurmPlatform& p) {
+  std::vector<std::string> a;
+  if (!p.partition.empty()) a.push_back("--partition=" + p.partition);
+  if (!p.account.empty()) a.push_back("--account=" + p.account);
+  if (!p.qos.empty()) a.push_back("--qos=" + p.qos);
+  if (!p.time_limit.empty()) a.push_back("--time=" + p.time_limit);
+  if (p.nodes) a.push_back("--nodes=" + std::to_string(p.nodes));
+  if (p.ntasks_per_node) a.push_back("--ntasks-per-node=" + std::to_string(p.ntasks_per_node));
+  a.insert(a.end(), p.sbatch_options.begin(), p.sbatch_options.end());
+  return a;
+}
+
 std::vector<std::string> SbatchArgv(const SlurmPlatform& p, const std::string& job_name,
                                     const std::string& run_dir, int ranks,
                                     const std::string& script,
@@ -225,13 +309,7 @@ std::vector<std::string> SbatchArgv(const SlurmPlatform& p, const std::string& j
                                 "--chdir=" + run_dir,
                                 "--output=" + run_dir + "/runner.log",
                                 "--ntasks=" + std::to_string(ranks)};
-  if (!p.partition.empty()) a.push_back("--partition=" + p.partition);
-  if (!p.account.empty()) a.push_back("--account=" + p.account);
-  if (!p.qos.empty()) a.push_back("--qos=" + p.qos);
-  if (!p.time_limit.empty()) a.push_back("--time=" + p.time_limit);
-  if (p.nodes) a.push_back("--nodes=" + std::to_string(p.nodes));
-  if (p.ntasks_per_node) a.push_back("--ntasks-per-node=" + std::to_string(p.ntasks_per_node));
-  a.insert(a.end(), p.sbatch_options.begin(), p.sbatch_options.end());
+  for (auto& o : SbatchPlatformOptions(p)) a.push_back(std::move(o));
   a.push_back(script);
   a.push_back(p.node_local_dir);
   a.push_back(run_dir);

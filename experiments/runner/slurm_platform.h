@@ -54,11 +54,33 @@ std::string SlurmPlatformsDir();
 std::optional<SlurmPlatform> FindSlurmPlatform(const std::string& name);
 SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& source);
 
+// Names (without .toml) of the files in SlurmPlatformsDir(), sorted; empty when it has none or
+// does not exist. `invmw platform list` shows them beside the emulated and simulated platforms.
+std::vector<std::string> ListSlurmPlatforms();
+
+// One line of `invmw platform list`: the platform's kind and what it asks sbatch for, e.g.
+// "Slurm batch jobs: partition compute, 1 node, time limit 00:10:00".
+std::string SlurmPlatformSummary(const SlurmPlatform& p);
+
 // Slurm's time formats (see the header comment).
 bool ValidSlurmTime(const std::string& t);
 
+// A Slurm time in seconds: the formats above, which are also those of squeue's elapsed time
+// (%M: M:SS, H:MM:SS, D-H:MM:SS); -1 when `t` is none of them (e.g. "UNLIMITED").
+long long SlurmTimeSeconds(const std::string& t);
+
+// The --time of a run's job: the platform's time_limit, or the design's per-run timeout rounded
+// up to whole minutes (Slurm's unit) as D-HH:MM:SS when that is shorter or the platform sets
+// none. The runner itself cancels a job at the exact timeout; this limit holds when no runner
+// is watching (killed, interrupted).
+std::string JobTimeLimit(const std::string& platform_limit, double timeout_s);
+
 // The batch script: arguments NODE_LOCAL_BASE (empty: none) RUN_DIR COMMAND...
 extern const char kBatchScript[];
+
+// The sbatch options the platform file asks for (partition, account, qos, time, nodes, tasks
+// per node, sbatch_options), in that order.
+std::vector<std::string> SbatchPlatformOptions(const SlurmPlatform& p);
 
 // sbatch's argument vector for one run: the platform's options, the job's name, working
 // directory, log and task count, then the script and its arguments.

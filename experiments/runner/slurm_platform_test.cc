@@ -79,5 +79,27 @@ TEST(SlurmPlatform, BadFilesNameFileLineAndField) {
   ExpectError(head + "account = \"a\nb\"\n", "p.toml");
 }
 
+TEST(SlurmPlatform, TimeSeconds) {
+  EXPECT_EQ(SlurmTimeSeconds("5"), 300);
+  EXPECT_EQ(SlurmTimeSeconds("0:07"), 7);
+  EXPECT_EQ(SlurmTimeSeconds("1:02:03"), 3723);
+  EXPECT_EQ(SlurmTimeSeconds("2-3"), 2 * 86400 + 3 * 3600);
+  EXPECT_EQ(SlurmTimeSeconds("1-02:03"), 86400 + 2 * 3600 + 3 * 60);
+  EXPECT_EQ(SlurmTimeSeconds("1-02:03:04"), 86400 + 2 * 3600 + 3 * 60 + 4);
+  EXPECT_EQ(SlurmTimeSeconds("UNLIMITED"), -1);
+  EXPECT_EQ(SlurmTimeSeconds(""), -1);
+}
+
+// The design's timeout bounds the job's --time when it is shorter than the platform's limit.
+TEST(SlurmPlatform, JobTimeLimitTakesTheShorter) {
+  EXPECT_EQ(JobTimeLimit("00:10:00", 60), "0-00:01:00");
+  EXPECT_EQ(JobTimeLimit("00:10:00", 61), "0-00:02:00");  // whole minutes, rounded up
+  EXPECT_EQ(JobTimeLimit("00:10:00", 3), "0-00:01:00");
+  EXPECT_EQ(JobTimeLimit("00:10:00", 600), "00:10:00");
+  EXPECT_EQ(JobTimeLimit("5", 3600), "5");
+  EXPECT_EQ(JobTimeLimit("", 600), "0-00:10:00");
+  EXPECT_EQ(JobTimeLimit("", 1e6), "11-13:47:00");
+}
+
 }  // namespace
 }  // namespace invmw::experiment

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "common/config.h"
+#include "experiments/runner/slurm_platform.h"
 #include "platforms/emulate/cpu_slots.h"
 #include "platforms/emulate/platform.h"
 #include "platforms/emulate/session.h"
@@ -297,8 +299,9 @@ int RunSlot(int argc, char** argv) {
 int RunList(int argc, char** argv) {
   bool done = false, verbose = false;
   Args args("invmw platform list [--verbose]",
-            "Lists the run platforms (platforms/emulated/*.toml, or $INVMW_EMULATE_DIR, and the\n"
-            "simulated clusters of platforms/simulated/*.toml beside it) with\n"
+            "Lists the run platforms (platforms/emulated/*.toml, or $INVMW_EMULATE_DIR, the\n"
+            "simulated clusters of platforms/simulated/*.toml beside it, and the Slurm\n"
+            "platforms of platforms/slurm/*.toml or $INVMW_SLURM_PLATFORMS_DIR) with\n"
             "what each sets up. Not to be confused with `invmw platform show`, which prints\n"
             "the fitter's platform parameter tables.");
   args.Flag("--verbose", &verbose, "also print descriptions, caveats and mpirun options");
@@ -316,6 +319,28 @@ int RunList(int argc, char** argv) {
         if (!o.empty()) std::printf("  %-18s mpirun %s\n", "", Join(o).c_str());
       }
     } catch (const PlatformError& e) {
+      std::printf("  %-18s INVALID: %s\n", n.c_str(), e.what());
+      ++bad;
+    }
+  }
+  // Slurm platforms (docs/slurm.md): `invmw experiment run --platform NAME` submits batch jobs.
+  const auto slurm = invmw::experiment::ListSlurmPlatforms();
+  if (!slurm.empty())
+    std::printf("Slurm run platforms in %s:\n", invmw::experiment::SlurmPlatformsDir().c_str());
+  for (const auto& n : slurm) {
+    try {
+      auto p = invmw::experiment::FindSlurmPlatform(n);
+      if (!p) throw std::runtime_error(n + ".toml cannot be read");
+      std::printf("  %-18s %s\n", p->name.c_str(),
+                  invmw::experiment::SlurmPlatformSummary(*p).c_str());
+      if (verbose) {
+        std::printf("  %-18s %s\n", "", p->description.c_str());
+        auto opts = invmw::experiment::SbatchPlatformOptions(*p);
+        if (!opts.empty()) std::printf("  %-18s sbatch %s\n", "", Join(opts).c_str());
+        if (!p->srun_options.empty())
+          std::printf("  %-18s srun %s\n", "", Join(p->srun_options).c_str());
+      }
+    } catch (const std::exception& e) {
       std::printf("  %-18s INVALID: %s\n", n.c_str(), e.what());
       ++bad;
     }
@@ -345,7 +370,7 @@ int RunCleanup(int argc, char** argv) {
 INVMW_VERB("platform exec", "run a command on a run platform (emulated cluster or local)", RunExec);
 INVMW_VERB("platform slot", "rank wrapper: join the rank's CPU slot, then exec the program",
            RunSlot);
-INVMW_VERB("platform list", "list the run platforms (platforms/emulated)", RunList);
+INVMW_VERB("platform list", "list the run platforms (emulated, simulated, Slurm)", RunList);
 INVMW_VERB("platform cleanup", "remove cgroups/namespaces left by killed platform runs",
            RunCleanup);
 
