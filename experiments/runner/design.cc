@@ -173,12 +173,12 @@ class Loader {
     }
     static const std::set<std::string> kKeys = {
         "schema",   "name",    "description", "type",   "generators", "replications", "seed",
-        "platform", "timeout", "responses",   "factor", "derived",    "command"};
+        "platform", "timeout", "responses",   "factor", "derived",    "command",      "recorded"};
     for (const auto& [k, v] : doc_) {
       if (!kKeys.count(std::string(k.str())))
         Fail(k.source(), std::string(k.str()),
              "unknown key (expected one of name, description, type, generators, replications, "
-             "seed, platform, timeout, responses, [[factor]], [derived], [command])");
+             "seed, platform, timeout, responses, recorded, [[factor]], [derived], [command])");
     }
     // value_exact: value<int64_t>() casts a float such as 22E22 to an integer, which is undefined.
     if (auto s = doc_["schema"].value_exact<int64_t>(); s && *s != 1)
@@ -211,6 +211,7 @@ class Loader {
     CheckSize();
     LoadCommand();
     LoadDerived();
+    LoadRecorded();
     LoadResponses();
     CheckTemplates();
     CheckDerivedValues();
@@ -598,6 +599,27 @@ class Loader {
     }
   }
 
+  // Derived values a model needs as columns (e.g. steps scaled with the problem size): written
+  // with the factors in each row. Opt-in, so rows of other designs keep their factors as they were.
+  void LoadRecorded() {
+    const toml::node* n = doc_["recorded"].node();
+    if (!n) return;
+    const toml::array* a = n->as_array();
+    if (!a) Fail(*n, "recorded", "expected an array of derived value names, e.g. [\"s\"]");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      std::string f = "recorded[" + std::to_string(i) + "]";
+      if (!e.is_string()) Fail(e, f, "expected the name of a derived value (string)");
+      std::string r = **e.as_string();
+      bool known = false;
+      for (const Derived& dv : d_.derived) known = known || dv.name == r;
+      if (!known) Fail(e, f, "'" + r + "' is not a derived value of this design ([derived])");
+      if (!seen.insert(r).second) Fail(e, f, "duplicate name '" + r + "'");
+      d_.recorded.push_back(r);
+    }
+  }
+
   void LoadResponses() {
     const toml::node* n = doc_["responses"].node();
     if (!n)
@@ -727,6 +749,10 @@ std::string Point::FactorsJson(const Design& d) const {
       j[d.factors[i].name] = levels[i].number;
     else
       j[d.factors[i].name] = levels[i].name;
+  }
+  for (const std::string& r : d.recorded) {
+    auto it = derived.find(r);
+    if (it != derived.end()) j[r] = it->second;
   }
   return j.dump();
 }

@@ -76,6 +76,7 @@ struct Design {
   std::vector<Factor> factors;
   std::vector<Generator> generators;  // fractional only
   std::vector<Derived> derived;       // in dependency order
+  std::vector<std::string> recorded;  // derived values written with the factors in each row
   CommandTemplate command;
   std::string platform = "local";  // default run platform
   int replications = 1;

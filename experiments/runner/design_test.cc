@@ -346,5 +346,27 @@ TEST(Design, DerivedValuesAreFiniteAndRanksAWholeCount) {
       << e;
 }
 
+TEST(Design, RecordedDerivedValuesAreWrittenWithTheFactors) {
+  const std::string head =
+      "name = \"x\"\nresponses = [\"t_wall\"]\n[[factor]]\nname = \"n\"\nlevels = [1000, "
+      "3000]\n[derived]\ns = \"30 * max(1, ceil(4 / (n / 1000)^2))\"\nk = \"n + 1\"\n";
+  const std::string cmd = "[command]\nprogram = \"echo\"\nargs = [\"{s}\"]\n";
+  Design d = ParseDesign("recorded = [\"s\"]\n" + head + cmd, "x.toml");
+  auto pts = ExpandPoints(d);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].FactorsJson(d), R"({"n":1000.0,"s":120.0})");
+  EXPECT_EQ(pts[1].FactorsJson(d), R"({"n":3000.0,"s":30.0})");
+  // Without the key, rows keep only the factors (existing databases stay "already done").
+  Design plain = ParseDesign(head + cmd, "x.toml");
+  EXPECT_EQ(ExpandPoints(plain)[0].FactorsJson(plain), R"({"n":1000.0})");
+  std::string e = LoadError("recorded = [\"q\"]\n" + head + cmd);
+  EXPECT_NE(e.find("x.toml:1: field 'recorded[0]': 'q' is not a derived value"), std::string::npos)
+      << e;
+  e = LoadError("recorded = [\"s\", \"s\"]\n" + head + cmd);
+  EXPECT_NE(e.find("duplicate name 's'"), std::string::npos) << e;
+  e = LoadError("recorded = \"s\"\n" + head + cmd);
+  EXPECT_NE(e.find("field 'recorded': expected an array"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace invmw::experiment
