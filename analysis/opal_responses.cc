@@ -23,13 +23,13 @@
 //    barrier. t_sync = sync_op + the barrier waiting t_par_comp does not explain (sync_wait -
 //    min(sync_wait, t_par_comp)), as opal-mini's timers count it; t_idle = t_wall - (t_par_comp
 //    + t_seq_comp + t_comm + t_sync), at least 0. The client's raw waiting is reported as t_wait.
-// 5a. Sends that returned before their receive completed (eager or socket-buffered: Open MPI's
-//    TCP sends under the eager limit, SMPI's detached sends) are counted as if the client had
-//    blocked until delivery, as the model's t_comm (every message serialised on the client)
-//    and a rendezvous send have it: the client's waiting (sync_wait, idle) that overlaps a
-//    request in flight, from the later of the send's start and the receive's post to the
-//    receive's completion, is t_comm; its waiting from the send's start to a late receiver's
-//    post (and no request in flight) is idle. The transfer moved to t_comm is
+// 5a. (docs/analysis.md: rule 6) Sends that returned before their receive completed (eager or
+//    socket-buffered: Open MPI's TCP sends under the eager limit, SMPI's detached sends) are
+//    counted as if the client had blocked until delivery, as the model's t_comm (every message
+//    serialised on the client) and a rendezvous send have it: the client's waiting (sync_wait,
+//    idle) that overlaps a request in flight, from the later of the send's start and the receive's
+//    post to the receive's completion, is t_comm; its waiting from the send's start to a late
+//    receiver's post (and no request in flight) is idle. The transfer moved to t_comm is
 //    t_comm_after_return. Without this the wire time of eager requests was the client's
 //    barrier wait, i.e. t_sync (issue 20, item 4).
 // 6. Structure. The rule is refused (an error saying what is missing), not bent, when the run
