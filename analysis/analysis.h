@@ -132,7 +132,8 @@ struct OpalBreakdown {
   int p = 0;                                // servers
   int rounds = 0, steps = 0;
   double window_start = 0, window_end = 0;  // the client's step window
-  double t_wait = 0;         // the client's idle + sync_wait in the window (servers computing)
+  double t_wait = 0;  // the client's idle + sync_wait in the window (servers computing)
+  double t_comm_after_return = 0;  // part of t_comm: requests in flight after the send returned
   double t_unallocated = 0;  // client time in the window in no category above (part of t_idle)
   std::vector<std::string> notes;
 };

@@ -23,12 +23,23 @@
 //    barrier. t_sync = sync_op + the barrier waiting t_par_comp does not explain (sync_wait -
 //    min(sync_wait, t_par_comp)), as opal-mini's timers count it; t_idle = t_wall - (t_par_comp
 //    + t_seq_comp + t_comm + t_sync), at least 0. The client's raw waiting is reported as t_wait.
+// 5a. (docs/analysis.md: rule 6) Sends that returned before their receive completed (eager or
+//    socket-buffered: Open MPI's TCP sends under the eager limit, SMPI's detached sends) are
+//    counted as if the client had blocked until delivery, as the model's t_comm (every message
+//    serialised on the client) and a rendezvous send have it: the client's waiting (sync_wait,
+//    idle) that overlaps a request in flight, from the later of the send's start and the receive's
+//    post to the receive's completion, is t_comm; its waiting from the send's start to a late
+//    receiver's post (and no request in flight) is idle. The transfer moved to t_comm is
+//    t_comm_after_return. Without this the wire time of eager requests was the client's
+//    barrier wait, i.e. t_sync (issue 20, item 4).
 // 6. Structure. The rule is refused (an error saying what is missing), not bent, when the run
 //    lacks it: servers that exchange point-to-point messages with each other, a server message
 //    to the client that answers no request after the first, a request that arrives before the
 //    previous reply left, or a parallel computation longer than the client's window.
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "analysis/analysis.h"
 
@@ -47,6 +58,46 @@ double ComputationIn(const RankTimeline& r, double a, double b) {
   for (; it != segs.end() && it->start < b; ++it)
     if (it->cat == kComputation)
       sum += std::max(0.0, std::min(b, it->end) - std::max(a, it->start));
+  return sum;
+}
+
+// Sorted, disjoint union of intervals.
+std::vector<std::pair<double, double>> Union(std::vector<std::pair<double, double>> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& x : v) {
+    if (!out.empty() && x.first <= out.back().second)
+      out.back().second = std::max(out.back().second, x.second);
+    else
+      out.push_back(x);
+  }
+  return out;
+}
+
+// a minus b, both sorted and disjoint.
+std::vector<std::pair<double, double>> Subtract(const std::vector<std::pair<double, double>>& a,
+                                                const std::vector<std::pair<double, double>>& b) {
+  std::vector<std::pair<double, double>> out;
+  size_t j = 0;
+  for (auto x : a) {
+    while (j < b.size() && b[j].second <= x.first) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < x.second; ++k) {
+      if (b[k].first > x.first) out.push_back({x.first, b[k].first});
+      x.first = std::max(x.first, b[k].second);
+    }
+    if (x.second > x.first) out.push_back(x);
+  }
+  return out;
+}
+
+// Length of [a, b] covered by sorted, disjoint intervals.
+double Overlap(const std::vector<std::pair<double, double>>& v, double a, double b) {
+  auto it =
+      std::lower_bound(v.begin(), v.end(), a,
+                       [](const std::pair<double, double>& x, double t) { return x.second <= t; });
+  double sum = 0;
+  for (; it != v.end() && it->first < b; ++it)
+    sum += std::max(0.0, std::min(b, it->second) - std::max(a, it->first));
   return sum;
 }
 
@@ -192,12 +243,38 @@ OpalBreakdown AnalyzeOpal(const Analysis& a) {
   o.window_start = ws;
   o.window_end = we;
 
+  // Rule 5a: the client's requests still travelling (in flight) or waiting for a late
+  // receiver's post after the send call returned, as unions of disjoint sorted intervals.
+  using Intervals = std::vector<std::pair<double, double>>;
+  Intervals flight, late;
+  for (const auto& m : a.p2p) {
+    if (m.src != 0 || m.dst == 0 || !(m.recv_time > m.send_time)) continue;
+    const double from = std::max(m.send_time, m.recv_post_time);
+    if (m.recv_time > from) flight.push_back({from, m.recv_time});
+    if (m.recv_post_time > m.send_time) late.push_back({m.send_time, m.recv_post_time});
+  }
+  const Intervals in_flight = Union(std::move(flight));
+  const Intervals waiting_post = Subtract(Union(std::move(late)), in_flight);
+
   Times t{};
+  double after_return = 0, raw_wait = 0;
   for (auto s = std::lower_bound(segs.begin(), segs.end(), ws,
                                  [](const Segment&x, double v) { return x.end <= v; });
        s != segs.end() && s->start < we; ++s) {
-    const double d = std::min(we, s->end) - std::max(ws, s->start);
-    if (d > 0) t[s->cat] += d;
+    const double a0 = std::max(ws, s->start), a1 = std::min(we, s->end);
+    const double d = a1 - a0;
+    if (d <= 0) continue;
+    if (s->cat != kSyncWait && s->cat != kIdle) {
+      t[s->cat] += d;
+      continue;
+    }
+    const double moved = Overlap(in_flight, a0, a1);
+    const double to_idle = s->cat == kSyncWait ? Overlap(waiting_post, a0, a1) : 0.0;
+    after_return += moved;
+    t[kTransfer] += moved;
+    t[kIdle] += to_idle;
+    t[s->cat] += std::max(0.0, d - moved - to_idle);
+    raw_wait += d;
   }
   const double wall = we - ws;
   // Rounds that pass the checks above tile the window; anything else is an inconsistency
@@ -218,7 +295,8 @@ OpalBreakdown AnalyzeOpal(const Analysis& a) {
   o.responses["t_comm"] = t[kTransfer];
   o.responses["t_sync"] = sync;
   o.responses["t_idle"] = std::max(0.0, wall - par - t[kComputation] - t[kTransfer] - sync);
-  o.t_wait = t[kIdle] + t[kSyncWait];
+  o.t_wait = raw_wait;
+  o.t_comm_after_return = after_return;
   o.t_unallocated = t[kUnallocated] + t[kIo] + t[kMemoryIo] + t[kPaused];
   return o;
 }
@@ -235,6 +313,7 @@ nlohmann::json ToJson(const OpalBreakdown& o) {
   j["window_start_s"] = o.window_start;
   j["window_end_s"] = o.window_end;
   j["t_wait"] = o.t_wait;
+  j["t_comm_after_return"] = o.t_comm_after_return;
   j["t_unallocated"] = o.t_unallocated;
   j["notes"] = o.notes;
   return j;

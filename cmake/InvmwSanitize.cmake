@@ -117,7 +117,7 @@ function(invmw_add_sanitize_target)
   set(deps invmw invmw_preload
       # Helpers that unit tests run.
       sampler_testapp sampler_trace_run otf2_make_synthetic_run fit_make_results_db
-      make_synthetic_otf2
+      make_synthetic_otf2 make_opal_otf2
       # Programs of the MPI tests labelled `sanitize`.
       e2e_openmpi_c_p2p e2e_openmpi_c_nonblocking e2e_openmpi_c_collectives e2e_openmpi_f_mpif
       e2e_openmpi_c_threads e2e_openmpi_c_abnormal sanitize_leak_check)

@@ -241,5 +241,45 @@ TEST(DataTable, CsvTextColumnsAndQuoting) {
   }
 }
 
+// opal_burst (issue 20, item 4): opal with each communication phase's first `burst` bytes free
+// (a token bucket refilled during the computation before the phase); burst = 0 is opal.
+TEST(Model, OpalBurstSubtractsTheBurstPerPhase) {
+  Model m = Model::Load(ResolveModelPath("opal_burst"));
+  Model o = Model::Load(ResolveModelPath("opal"));
+  ASSERT_EQ(m.responses().size(), o.responses().size());
+  ASSERT_GE(m.ParamIndex("burst"), 0);
+  std::vector<double> f(m.factors().size()), fo(o.factors().size());
+  auto set = [&](const char* n, double v) {
+    f[m.FactorIndex(n)] = v;
+    fo[o.FactorIndex(n)] = v;
+  };
+  set("s", 12), set("u", 1), set("n", 1500), set("nt", 1e6), set("g", 0), set("alpha", 24);
+  std::vector<double> p(m.parameters().size()), po(o.parameters().size());
+  for (const char* n : {"a1", "b1", "a2", "a3", "a4", "b5"}) {
+    double v = std::string(n) == "a1" ? 12.5 : 1e-6;
+    p[m.ParamIndex(n)] = v;
+    po[o.ParamIndex(n)] = v;
+  }
+  const int comm = 3;  // the total first, then t_par_comp, t_seq_comp, t_comm, t_sync
+  ASSERT_EQ(m.responses()[comm].name, "t_comm");
+  for (double servers : {1.0, 3.0}) {
+    set("p", servers);
+    p[m.ParamIndex("burst")] = 0;
+    EXPECT_DOUBLE_EQ(m.responses()[comm].expr.Eval<double>(f.data(), p.data()),
+                     o.responses()[comm].expr.Eval<double>(fo.data(), po.data()));
+    p[m.ParamIndex("burst")] = 16384;
+    // 12 steps x 3 phases (update requests, energy requests, energy replies) x 16384 bytes.
+    EXPECT_NEAR(o.responses()[comm].expr.Eval<double>(fo.data(), po.data()) -
+                    m.responses()[comm].expr.Eval<double>(f.data(), p.data()),
+                12 * 3 * 16384 / 12.5e6, 1e-12);
+    p[m.ParamIndex("burst")] = 1e8;  // more than a phase sends: only the per-message b1 is left
+    EXPECT_NEAR(m.responses()[comm].expr.Eval<double>(f.data(), p.data()),
+                12 * 2 * servers * 1e-6 * 2, 1e-15);
+  }
+  for (int r : {1, 2, 4})  // the other components are opal's
+    EXPECT_DOUBLE_EQ(m.responses()[r].expr.Eval<double>(f.data(), p.data()),
+                     o.responses()[r].expr.Eval<double>(fo.data(), po.data()));
+}
+
 }  // namespace
 }  // namespace invmw::fit
