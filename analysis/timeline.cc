@@ -136,11 +136,25 @@ static_assert(sizeof(Call) == 32, "Call grew: it is held per call of every rank"
 
 // The partner side of a message at one of the location's send or receive events: for a send,
 // the receive's post time and rank; for a receive, the send's start and rank.
+// 16 bytes (two per message, all built before the messages can be freed): the event index and
+// the rank share a word.
 struct PartnerEnd {
-  uint64_t event;  // index of the send/receive event on its location
   double time;
-  int32_t rank;
+  uint64_t where;  // event index << 24 | (rank + 1)
+
+  static constexpr uint64_t kMaxEvent = (uint64_t(1) << 40) - 1;
+  static constexpr int32_t kMaxRank = (1 << 24) - 2;
+  static PartnerEnd Make(uint64_t event, double time, int32_t rank) {
+    if (event > kMaxEvent || rank > kMaxRank || rank < -1)
+      throw std::runtime_error("message at event " + std::to_string(event) + " with rank " +
+                               std::to_string(rank) +
+                               ": beyond 2^40 events per location or 2^24 - 2 ranks");
+    return {time, event << 24 | uint64_t(rank + 1)};
+  }
+  uint64_t event() const { return where >> 24; }
+  int32_t rank() const { return int32_t(where & 0xffffffu) - 1; }
 };
+static_assert(sizeof(PartnerEnd) == 16, "PartnerEnd is held per message end");
 
 // One rank's part in one collective operation (32 bytes: one per collective of every rank is
 // held until the collectives are matched).
@@ -250,9 +264,9 @@ class LocationScanner {
 
   // The partner of event i's message, nullptr none; i only grows.
   const PartnerEnd* PartnerOf(size_t i) {
-    while (msg_next_ < partners_.size() && partners_[msg_next_].event < i) ++msg_next_;
-    return msg_next_ < partners_.size() && partners_[msg_next_].event == i ? &partners_[msg_next_]
-                                                                           : nullptr;
+    while (msg_next_ < partners_.size() && partners_[msg_next_].event() < i) ++msg_next_;
+    return msg_next_ < partners_.size() && partners_[msg_next_].event() == i ? &partners_[msg_next_]
+                                                                             : nullptr;
   }
 
   // Adds the current call to the rank's list.
@@ -383,14 +397,14 @@ class LocationScanner {
         cur_.Set(Call::kP2pData);
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
-        if (m) cands_.push_back({m->time, m->rank, true});
+        if (m) cands_.push_back({m->time, m->rank(), true});
         break;
       }
       case TraceEvent::kMpiIsend: {
         if (in_call_) cur_.Set(Call::kP2pData);
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
-        if (m) isend_msg_[e.request] = {m->time, m->rank};
+        if (m) isend_msg_[e.request] = {m->time, m->rank()};
         break;
       }
       case TraceEvent::kMpiIsendComplete: {
@@ -405,7 +419,7 @@ class LocationScanner {
       default: {  // kMpiRecv, kMpiIrecv
         if (!in_call_) break;
         cur_.Set(Call::kP2pData);
-        if (m) cands_.push_back({m->time, m->rank, false});
+        if (m) cands_.push_back({m->time, m->rank(), false});
         break;
       }
     }
@@ -817,7 +831,7 @@ Timelines BuildTimelines(const Trace& t,
   PhaseTable phases{&out.phase_names, {}};
 
   // The partners of the send/receive events on the analysed locations, by event index: all the
-  // scan needs of the messages (24 bytes per message end instead of 88 per message), so the
+  // scan needs of the messages (16 bytes per message end instead of 88 per message), so the
   // messages can be released before the scan. Reserved exactly: counted first.
   std::vector<char> analysed(t.locations.size(), 0);
   for (int32_t l : main_loc) analysed[size_t(l)] = 1;
@@ -832,17 +846,20 @@ Timelines BuildTimelines(const Trace& t,
   }
   for (const auto& msg : t.messages) {
     if (msg.send_loc < analysed.size() && analysed[msg.send_loc])
-      partners[msg.send_loc].push_back({msg.send_event, msg.recv_post_time, msg.dst});
+      partners[msg.send_loc].push_back(
+          PartnerEnd::Make(msg.send_event, msg.recv_post_time, msg.dst));
     if (msg.recv_loc < analysed.size() && analysed[msg.recv_loc])
-      partners[msg.recv_loc].push_back({msg.recv_event, msg.send_time, msg.src});
+      partners[msg.recv_loc].push_back(PartnerEnd::Make(msg.recv_event, msg.send_time, msg.src));
   }
   // An event is the end of at most one message; the stable order keeps the first, as the
   // lookup by message index did.
   for (auto& v : partners)
-    if (!std::is_sorted(v.begin(), v.end(),
-                        [](const PartnerEnd& a, const PartnerEnd& b) { return a.event < b.event; }))
-      std::stable_sort(v.begin(), v.end(),
-                       [](const PartnerEnd& a, const PartnerEnd& b) { return a.event < b.event; });
+    if (!std::is_sorted(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
+          return a.event() < b.event();
+        }))
+      std::stable_sort(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
+        return a.event() < b.event();
+      });
   if (options.release_messages) {
     std::vector<invmw::otf2::Message>().swap(*options.release_messages);
     ReturnFreedMemory();
