@@ -53,6 +53,11 @@ double ComputationIn(const RankTimeline& r, double a, double b) {
 }  // namespace
 
 OpalBreakdown AnalyzeOpal(const Analysis& a) {
+  // An analysis made without AnalyzeOptions::keep_details has neither segments nor messages.
+  for (const auto& r : a.timelines.ranks)
+    if (r.segments.empty() && r.compact.size() > 0)
+      throw std::invalid_argument(
+          "AnalyzeOpal needs the segments and messages: analyse with keep_details");
   OpalBreakdown o;
   const RankTimeline* client = nullptr;
   std::vector<const RankTimeline*> servers;
