@@ -86,12 +86,27 @@ Classification Classify(const Analysis& a, const AnalyzeOptions& o) {
 
 }  // namespace
 
-Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options) {
+namespace {
+
+// release: &trace.messages, to be freed once the timelines took what they need, or nullptr.
+Analysis AnalyzeTrace(const invmw::otf2::Trace& trace, const AnalyzeOptions& options,
+                      std::vector<invmw::otf2::Message>* release) {
   std::string error;
   if (!options.IsValid(&error)) throw std::invalid_argument("AnalyzeOptions: " + error);
   Analysis a;
   a.trace_path = trace.path;
-  a.timelines = BuildTimelines(trace, options.rank_windows, options.threads);
+  a.messages = trace.messages.size();
+  a.has_metrics = !trace.metric_locations.empty();
+  if (options.keep_details) {
+    a.p2p.reserve(trace.messages.size());
+    for (const auto& m : trace.messages)
+      a.p2p.push_back({m.src, m.dst, m.bytes, m.send_time, m.recv_post_time, m.recv_time});
+  }
+  TimelineOptions to;
+  to.threads = options.threads;
+  to.keep_segments = options.keep_details || (options.use_resources && a.has_metrics);
+  to.release_messages = release;
+  a.timelines = BuildTimelines(trace, options.rank_windows, to);
   const Timelines& tl = a.timelines;
   a.phase_source = tl.phase_source;
   a.phase_names = tl.phase_names;
@@ -99,15 +114,10 @@ Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options)
   a.other_thread_events = tl.other_thread_events;
   a.collective_instances = tl.collective_instances;
   a.incomplete_collectives = tl.incomplete_collectives;
-  a.messages = trace.messages.size();
   a.unmatched_sends = trace.unmatched_sends.size();
   a.unmatched_recvs = trace.unmatched_recvs.size();
-  a.has_metrics = !trace.metric_locations.empty();
   if (auto it = trace.properties.find("INVMW::PARTIAL"); it != trace.properties.end())
     a.partial = it->second == "true";
-  a.p2p.reserve(trace.messages.size());
-  for (const auto& m : trace.messages)
-    a.p2p.push_back({m.src, m.dst, m.bytes, m.send_time, m.recv_post_time, m.recv_time});
 
   const size_t nphases = a.phase_names.size();
   a.phases.resize(nphases);
@@ -126,10 +136,10 @@ Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options)
     ra.messages_sent = r.messages_sent;
     ra.bytes_sent = r.bytes_sent;
     ra.phases.assign(nphases, Times{});
-    for (const Segment& s : r.segments) {
-      ra.phases[s.phase][s.cat] += s.end - s.start;
-      ph_start[s.phase] = std::min(ph_start[s.phase], s.start);
-      ph_end[s.phase] = std::max(ph_end[s.phase], s.end);
+    for (size_t p = 0; p < nphases && p < r.phase_times.size(); ++p) {
+      ra.phases[p] = r.phase_times[p];
+      ph_start[p] = std::min(ph_start[p], r.phase_first[p]);
+      ph_end[p] = std::max(ph_end[p], r.phase_last[p]);
     }
     if (options.use_resources && a.has_metrics) {
       ra.resources = AttributeResources(trace, r);
@@ -191,6 +201,16 @@ Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options)
     if (!r.resources.note.empty() && r.resources.moved_share > 0)
       a.notes.push_back("rank " + std::to_string(r.rank) + ": " + r.resources.note);
   return a;
+}
+
+}  // namespace
+
+Analysis Analyze(const invmw::otf2::Trace& trace, const AnalyzeOptions& options) {
+  return AnalyzeTrace(trace, options, nullptr);
+}
+
+Analysis Analyze(invmw::otf2::Trace&& trace, const AnalyzeOptions& options) {
+  return AnalyzeTrace(trace, options, &trace.messages);
 }
 
 namespace {

@@ -53,6 +53,11 @@ struct AnalyzeOptions {
   std::map<int32_t, std::pair<double, double>> rank_windows;
   // Threads for the per-rank work (timelines); the result does not depend on it.
   int threads = 1;
+  // Keep every segment (Analysis::timelines' RankTimeline::segments) and every message
+  // (Analysis::p2p), which AnalyzeOpal needs; false keeps only what the figures need (the
+  // compact segments of the critical path): less memory on large traces, same figures.
+  // Segments are kept anyway when sampler metrics are used (resources.h reads them).
+  bool keep_details = true;
 
   bool IsValid(std::string* error) const;
 };
@@ -116,10 +121,14 @@ struct Analysis {
   std::vector<std::string> notes;  // caveats found while analysing
 
   Timelines timelines;              // the segments behind the figures
-  std::vector<MessageSummary> p2p;  // every matched message
+  std::vector<MessageSummary> p2p;  // every matched message (AnalyzeOptions::keep_details)
 };
 
 Analysis Analyze(const invmw::otf2::TraceData& trace, const AnalyzeOptions& options = {});
+// The same, releasing trace.messages (left empty) as soon as the analysis has taken what it
+// needs from them, before it scans the events: for a large trace read once for the analysis
+// (`invmw analyze`). The rest of the trace is left as it was.
+Analysis Analyze(invmw::otf2::TraceData&& trace, const AnalyzeOptions& options = {});
 
 nlohmann::json ToJson(const Analysis& a);
 std::string FormatText(const Analysis& a);

@@ -419,6 +419,63 @@ TEST(Opal, RefusesUnsolicitedReplies) {
   }
 }
 
+// `invmw analyze` on large traces keeps only the compact segments and frees the messages
+// (issue 23): the figures must be those of the full analysis, to the bit.
+TEST(Analysis, CompactAnalysisGivesTheSameFigures) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.Init(r, 0);
+  b.Recv(0, 1, 0.1, 0.3005, 1000);
+  b.Send(1, 0, 0.3, 0.3004, 1000);
+  b.Send(2, 0, 0.05, 0.35, 64000);  // late receiver: rank 0 posts at 0.31
+  b.Recv(0, 2, 0.31, 0.3502, 64000);
+  for (int r = 0; r < 3; ++r) b.Barrier(r, 0.4 + 0.01 * r, 0.43 + 0.0001 * r);
+  for (int r = 0; r < 3; ++r) b.Pcontrol(r, 0.45, 0.4501);  // a second phase
+  for (int r = 0; r < 3; ++r) b.Reduce(r, 0, 0.5 + 0.02 * r, 0.56, 8);
+  b.IsendWait(1, 2, 0.57, 0.58, 0.65, 4096);  // late receiver through a request
+  b.IrecvWait(2, 1, 0.62, 0.63, 0.651, 4096);
+  for (int r = 0; r < 3; ++r) b.Finalize(r, 0.7);
+  invmw::otf2::Trace trace = b.Build();
+  const Analysis full = Analyze(trace);
+  ASSERT_FALSE(trace.messages.empty());
+  AnalyzeOptions o;
+  o.keep_details = false;
+  const Analysis compact = Analyze(std::move(trace), o);
+  EXPECT_TRUE(trace.messages.empty());  // released
+  EXPECT_EQ(ToJson(compact).dump(1), ToJson(full).dump(1));
+  EXPECT_TRUE(compact.p2p.empty());
+  EXPECT_GT(full.critical_path.jumps, 0u);
+  for (size_t i = 0; i < full.timelines.ranks.size(); ++i) {
+    const RankTimeline& f = full.timelines.ranks[i];
+    const RankTimeline& c = compact.timelines.ranks[i];
+    EXPECT_TRUE(c.segments.empty());
+    ASSERT_EQ(c.compact.size(), f.segments.size());
+    for (size_t k = 0; k < f.segments.size(); ++k) {
+      EXPECT_EQ(c.compact.start(k, c.start), f.segments[k].start) << i << " " << k;
+      EXPECT_EQ(c.compact.ends[k], f.segments[k].end);
+      EXPECT_EQ(c.compact.cat(k), f.segments[k].cat);
+      EXPECT_EQ(c.compact.jump_rank(k), f.segments[k].jump_rank);
+    }
+  }
+  EXPECT_THROW(AnalyzeOpal(compact), std::invalid_argument);
+  EXPECT_EQ(compact.phase_names.size(), 2u);
+}
+
+// A segment that does not start where the one before it ended keeps its start apart.
+TEST(Analysis, CompactSegmentsKeepStartsThatBreakTheTiling) {
+  CompactSegments c;
+  c.ends = {1.0, 2.0, 3.0, 4.0};
+  c.info = {uint32_t(kComputation), uint32_t(kIdle) | 16u | (3u << 5), uint32_t(kTransfer),
+            uint32_t(kSyncOp) | 16u};
+  c.starts = {{1, 0.9}, {3, 2.5}};
+  EXPECT_EQ(c.start(0, 0.25), 0.25);
+  EXPECT_EQ(c.start(1, 0.25), 0.9);
+  EXPECT_EQ(c.start(2, 0.25), 2.0);
+  EXPECT_EQ(c.start(3, 0.25), 2.5);
+  EXPECT_EQ(c.jump_rank(1), 2);
+  EXPECT_EQ(c.jump_rank(0), -1);
+  EXPECT_EQ(c.cat(3), kSyncOp);
+}
+
 TEST(Analysis, JsonHasTheContractKeys) {
   TraceBuilder b(2);
   b.Init(0, 0).Init(1, 0);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <utility>
 
 #include "analysis/analysis.h"
 #include "cli/args.h"
@@ -80,10 +81,13 @@ int AnalyzeVerb(int argc, char** argv) {
     // Two passes: the first keeps what matching needs, the second streams each rank's events
     // (BuildTimelines), so memory grows with messages and calls, not with every event.
     ro.keep_events = false;
-    const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor, ro);
+    invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor, ro);
     // invmw's traces hold no MPI_Init/MPI_Finalize records: the windows come from raw/.
     options.rank_windows = RankWindowsFromRun(dir.string(), trace);
-    const Analysis a = Analyze(trace, options);
+    // Only the figures, unless Opal's responses need every segment and message; the messages
+    // are freed once the analysis has what it needs of them (docs/analysis.md, "Memory").
+    options.keep_details = opal;
+    const Analysis a = Analyze(std::move(trace), options);
     nlohmann::json j = ToJson(a);
     std::string opal_text;
     if (opal) {

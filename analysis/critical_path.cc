@@ -21,22 +21,25 @@ CriticalPath FindCriticalPath(const Timelines& tl) {
   size_t stalls = 0;
   for (;;) {
     const RankTimeline& rk = tl.ranks[r];
-    const auto& segs = rk.segments;
-    if (t <= rk.start || segs.empty()) break;
+    const CompactSegments& segs = rk.compact;
+    if (t <= rk.start || segs.size() == 0) break;
     // The segment with start < t <= end.
-    auto it = std::lower_bound(segs.begin(), segs.end(), t,
-                               [](const Segment& s, double v) { return s.end < v; });
-    if (it == segs.end()) it = segs.end() - 1;  // t beyond the last segment: clamp
-    if (it->start >= t) {
-      if (it == segs.begin()) break;
+    size_t it = size_t(std::lower_bound(segs.ends.begin(), segs.ends.end(), t) - segs.ends.begin());
+    if (it == segs.size()) it = segs.size() - 1;  // t beyond the last segment: clamp
+    double start = segs.start(it, rk.start);
+    if (start >= t) {
+      if (it == 0) break;
       --it;
+      start = segs.start(it, rk.start);
     }
-    const Segment& s = *it;
-    const bool wait = (s.cat == kIdle || s.cat == kSyncWait) && s.jump_rank >= 0;
+    const double end = segs.ends[it];
+    const Category cat = segs.cat(it);
+    const int32_t jump_rank = segs.jump_rank(it);
+    const bool wait = (cat == kIdle || cat == kSyncWait) && jump_rank >= 0;
     if (wait && stalls < max_stalls) {
-      auto j = index.find(s.jump_rank);
+      auto j = index.find(jump_rank);
       if (j != index.end()) {
-        const double nt = std::min(t, s.end);
+        const double nt = std::min(t, end);
         ++stalls;
         r = j->second;
         t = nt;
@@ -44,11 +47,11 @@ CriticalPath FindCriticalPath(const Timelines& tl) {
         continue;
       }
     }
-    const double a = std::max(s.start, rk.start);
-    const double d = std::min(t, s.end) - a;
+    const double a = std::max(start, rk.start);
+    const double d = std::min(t, end) - a;
     if (d > 0) {
-      p.composition[s.cat] += d;
-      p.by_rank[rk.rank][s.cat] += d;
+      p.composition[cat] += d;
+      p.by_rank[rk.rank][cat] += d;
       stalls = 0;
     }
     t = a;

@@ -32,6 +32,7 @@ struct CriticalPath {
   int32_t end_rank = -1, start_rank = -1;
 };
 
+// Walks RankTimeline::compact (the segments need not be kept).
 CriticalPath FindCriticalPath(const Timelines& tl);
 
 }  // namespace invmw::analysis

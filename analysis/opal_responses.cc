@@ -104,6 +104,11 @@ double Overlap(const std::vector<std::pair<double, double>>& v, double a, double
 }  // namespace
 
 OpalBreakdown AnalyzeOpal(const Analysis& a) {
+  // An analysis made without AnalyzeOptions::keep_details has neither segments nor messages.
+  for (const auto& r : a.timelines.ranks)
+    if (r.segments.empty() && r.compact.size() > 0)
+      throw std::invalid_argument(
+          "AnalyzeOpal needs the segments and messages: analyse with keep_details");
   OpalBreakdown o;
   const RankTimeline* client = nullptr;
   std::vector<const RankTimeline*> servers;

@@ -1,5 +1,8 @@
 #include "analysis/timeline.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <otf2/OTF2_Definitions.h>
 #include <otf2/OTF2_Events.h>
 
@@ -32,6 +35,16 @@ double ObservedTotal(const Times& t) {
   for (int i = 0; i < kNumCategories; ++i)
     if (i != kPaused) s += t[i];
   return s;
+}
+
+double CompactSegments::start(size_t i, double window_start) const {
+  if (info[i] & 16u) {
+    auto it =
+        std::lower_bound(starts.begin(), starts.end(), i,
+                         [](const std::pair<size_t, double>& p, size_t v) { return p.first < v; });
+    return it->second;
+  }
+  return i ? ends[i - 1] : window_start;
 }
 
 const char* PhaseSourceName(PhaseSource s) {
@@ -99,23 +112,49 @@ struct WaitCandidate {
 };
 
 // One top-level MPI call (or pause) of a rank.
-// Fields ordered without padding (48 bytes): every call of every rank is held until the
-// collectives are matched.
+// 32 bytes: every call of every rank is held until the collectives are matched. The rare
+// values (time in invmw:flush, a coalesced visit standing for several calls) are kept apart
+// (RankWork::flush, RankWork::multi), by call index.
 struct Call {
+  enum Flag : uint8_t {
+    kP2pData = 1,   // completed or started a message
+    kCollDone = 2,  // completed (part of) a collective
+    kCollData = 4,  // ... that moved data
+    kWaitSync = 8,  // the resolved wait is sync_wait (else idle)
+    kCutOff = 16,   // the run ended inside the call: all of it was waiting
+  };
   double start = 0, end = 0;
-  double flush = 0;        // time in invmw:flush inside the call
   double wait_until = -1;  // resolved wait (-1 none)
-  uint32_t calls = 1;      // a coalesced visit of unsuccessful tests stands for several
   int32_t wait_rank = -1;
-  Kind kind = Kind::kOtherMpi;
-  bool p2p_data = false;   // completed or started a message
-  bool coll_done = false;  // completed (part of) a collective
-  bool coll_data = false;  // ... that moved data
   uint16_t phase = 0;
-  Category wait_cat = kIdle;
-  bool cut_off = false;  // the run ended inside the call: all of it was waiting
+  Kind kind = Kind::kOtherMpi;
+  uint8_t flags = 0;
+  bool Has(Flag f) const { return (flags & f) != 0; }
+  void Set(Flag f, bool on = true) { flags = on ? uint8_t(flags | f) : uint8_t(flags & ~f); }
 };
-static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
+static_assert(sizeof(Call) == 32, "Call grew: it is held per call of every rank");
+
+// The partner side of a message at one of the location's send or receive events: for a send,
+// the receive's post time and rank; for a receive, the send's start and rank.
+// 16 bytes (two per message, all built before the messages can be freed): the event index and
+// the rank share a word.
+struct PartnerEnd {
+  double time;
+  uint64_t where;  // event index << 24 | (rank + 1)
+
+  static constexpr uint64_t kMaxEvent = (uint64_t(1) << 40) - 1;
+  static constexpr int32_t kMaxRank = (1 << 24) - 2;
+  static PartnerEnd Make(uint64_t event, double time, int32_t rank) {
+    if (event > kMaxEvent || rank > kMaxRank || rank < -1)
+      throw std::runtime_error("message at event " + std::to_string(event) + " with rank " +
+                               std::to_string(rank) +
+                               ": beyond 2^40 events per location or 2^24 - 2 ranks");
+    return {time, event << 24 | uint64_t(rank + 1)};
+  }
+  uint64_t event() const { return where >> 24; }
+  int32_t rank() const { return int32_t(where & 0xffffffu) - 1; }
+};
+static_assert(sizeof(PartnerEnd) == 16, "PartnerEnd is held per message end");
 
 // One rank's part in one collective operation (32 bytes: one per collective of every rank is
 // held until the collectives are matched).
@@ -138,6 +177,8 @@ struct PhaseMark {
 struct RankWork {
   RankTimeline* tl;
   std::vector<Call> calls;
+  std::vector<std::pair<uint32_t, double>> flush;    // (call, time in invmw:flush), nonzero
+  std::vector<std::pair<uint32_t, uint32_t>> multi;  // (call, calls it stands for), not 1
   std::vector<PhaseMark> marks;  // phase changes in time order (first: phase at the start)
 };
 
@@ -161,11 +202,11 @@ struct PhaseTable {
 class LocationScanner {
  public:
   LocationScanner(const Trace& t, const std::vector<Kind>& kinds,
-                  const std::vector<std::pair<uint64_t, int32_t>>& msg_of_event, PhaseSource source,
-                  PhaseTable& phases, RankWork& w, std::vector<Participation>& parts)
+                  const std::vector<PartnerEnd>& partners, PhaseSource source, PhaseTable& phases,
+                  RankWork& w, std::vector<Participation>& parts)
       : t_(t),
         kinds_(kinds),
-        msg_of_event_(msg_of_event),
+        partners_(partners),
         source_(source),
         phases_(phases),
         w_(w),
@@ -206,7 +247,7 @@ class LocationScanner {
     if (tl_.end < tl_.start) tl_.end = tl_.start;
     if (in_call_) {  // a call still open at the end of a partial trace
       cur_.end = last_time_;
-      if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) w_.calls.push_back(cur_);
+      if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) File();
     }
   }
 
@@ -221,12 +262,21 @@ class LocationScanner {
     Mark(pcontrol_time_, phases_.Get("pcontrol " + std::to_string(++pcontrol_phases_)));
   }
 
-  // The message (index into Trace::messages) of event i, -1 none; i only grows.
-  int32_t MessageOf(size_t i) {
-    while (msg_next_ < msg_of_event_.size() && msg_of_event_[msg_next_].first < i) ++msg_next_;
-    return msg_next_ < msg_of_event_.size() && msg_of_event_[msg_next_].first == i
-               ? msg_of_event_[msg_next_].second
-               : -1;
+  // The partner of event i's message, nullptr none; i only grows.
+  const PartnerEnd* PartnerOf(size_t i) {
+    while (msg_next_ < partners_.size() && partners_[msg_next_].event() < i) ++msg_next_;
+    return msg_next_ < partners_.size() && partners_[msg_next_].event() == i ? &partners_[msg_next_]
+                                                                             : nullptr;
+  }
+
+  // Adds the current call to the rank's list.
+  void File() {
+    if (w_.calls.size() >= UINT32_MAX)
+      throw std::runtime_error("rank " + std::to_string(tl_.rank) + ": more than 2^32 MPI calls");
+    const uint32_t k = uint32_t(w_.calls.size());
+    if (cur_flush_ != 0) w_.flush.push_back({k, cur_flush_});
+    if (cur_calls_ != 1) w_.multi.push_back({k, cur_calls_});
+    w_.calls.push_back(cur_);
   }
 
   // Event i; false when the scan ends there.
@@ -272,7 +322,8 @@ class LocationScanner {
     in_call_ = true;
     cur_ = Call();
     cur_.start = e.time;
-    cur_.calls = e.calls;
+    cur_flush_ = 0;
+    cur_calls_ = e.calls;
     cur_.kind = k;
     cur_.phase = phase_;
     cands_.clear();
@@ -290,11 +341,11 @@ class LocationScanner {
     }
     const Kind k = stack_.back();
     stack_.pop_back();
-    if (k == Kind::kFlush) cur_.flush += e.time - flush_start_;
+    if (k == Kind::kFlush) cur_flush_ += e.time - flush_start_;
     if (!stack_.empty()) return true;
     in_call_ = false;
     cur_.end = e.time;
-    cur_.cut_off = e.cut_off;
+    cur_.Set(Call::kCutOff, e.cut_off);
     ResolveWait();
     return EndCall(e);
   }
@@ -307,7 +358,7 @@ class LocationScanner {
       if (u > cur_.wait_until) {
         cur_.wait_until = u;
         cur_.wait_rank = c.rank;
-        cur_.wait_cat = kIdle;
+        cur_.Set(Call::kWaitSync, false);
       }
     }
   }
@@ -318,6 +369,8 @@ class LocationScanner {
       tl_.start = cur_.end;
       // Anything before the end of MPI_Init lies outside the window.
       w_.calls.clear();
+      w_.flush.clear();
+      w_.multi.clear();
       parts_.resize(parts_begin_);
       w_.marks.front().time = tl_.start;
       return true;
@@ -326,7 +379,7 @@ class LocationScanner {
       tl_.end = cur_.start;
       return false;
     }
-    w_.calls.push_back(cur_);
+    File();
     if (cur_.kind == Kind::kPcontrol && source_ == PhaseSource::kPcontrol) {
       // Whether it starts a phase depends on the next event (Feed).
       pcontrol_pending_ = true;
@@ -337,40 +390,36 @@ class LocationScanner {
 
   // Messages: what they add to the rank's counts, and the wait candidates of the current call.
   void PointToPoint(const TraceEvent& e, size_t i) {
-    const int32_t mi = MessageOf(i);
-    const auto& messages = t_.messages;
+    const PartnerEnd* m = PartnerOf(i);
     switch (e.type) {
       case TraceEvent::kMpiSend: {
         if (!in_call_) break;
-        const int32_t m = mi;
-        cur_.p2p_data = true;
+        cur_.Set(Call::kP2pData);
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
-        if (m >= 0) cands_.push_back({messages[m].recv_post_time, messages[m].dst, true});
+        if (m) cands_.push_back({m->time, m->rank(), true});
         break;
       }
       case TraceEvent::kMpiIsend: {
-        if (in_call_) cur_.p2p_data = true;
+        if (in_call_) cur_.Set(Call::kP2pData);
         ++tl_.messages_sent;
         tl_.bytes_sent += e.bytes;
-        if (mi >= 0) isend_msg_[e.request] = mi;
+        if (m) isend_msg_[e.request] = {m->time, m->rank()};
         break;
       }
       case TraceEvent::kMpiIsendComplete: {
         if (!in_call_) break;
-        cur_.p2p_data = true;
+        cur_.Set(Call::kP2pData);
         auto it = isend_msg_.find(e.request);
         if (it == isend_msg_.end()) break;
-        const auto& m = messages[it->second];
-        cands_.push_back({m.recv_post_time, m.dst, true});
+        cands_.push_back({it->second.first, it->second.second, true});
         isend_msg_.erase(it);
         break;
       }
       default: {  // kMpiRecv, kMpiIrecv
         if (!in_call_) break;
-        cur_.p2p_data = true;
-        const int32_t m = mi;
-        if (m >= 0) cands_.push_back({messages[m].send_time, messages[m].src, false});
+        cur_.Set(Call::kP2pData);
+        if (m) cands_.push_back({m->time, m->rank(), false});
         break;
       }
     }
@@ -387,8 +436,8 @@ class LocationScanner {
       }
     }
     const bool data = e.bytes + e.bytes_recv > 0;
-    cur_.coll_done = true;
-    cur_.coll_data = cur_.coll_data || data;
+    cur_.Set(Call::kCollDone);
+    if (data) cur_.Set(Call::kCollData);
     if (w_.calls.size() >= UINT32_MAX)
       throw std::runtime_error("rank " + std::to_string(tl_.rank) + ": more than 2^32 MPI calls");
     parts_.push_back({tl_.rank, e.comm, e.coll_op, e.peer, init, uint32_t(w_.calls.size())});
@@ -396,7 +445,7 @@ class LocationScanner {
 
   const Trace& t_;
   const std::vector<Kind>& kinds_;
-  const std::vector<std::pair<uint64_t, int32_t>>& msg_of_event_;  // by event index
+  const std::vector<PartnerEnd>& partners_;  // by event index
   size_t msg_next_ = 0;
   size_t index_ = 0;  // of the next event
   double last_time_ = 0;
@@ -410,12 +459,15 @@ class LocationScanner {
   std::vector<Participation>& parts_;
   const size_t parts_begin_;
 
-  std::unordered_map<uint64_t, int32_t> isend_msg_;  // request -> message
-  std::unordered_map<uint64_t, double> nbc_init_;    // request -> initiation time
+  // request -> the receive's post time and rank
+  std::unordered_map<uint64_t, std::pair<double, int32_t>> isend_msg_;
+  std::unordered_map<uint64_t, double> nbc_init_;  // request -> initiation time
   std::vector<WaitCandidate> cands_;
   std::vector<Kind> stack_;     // regions open inside the current top-level call
   std::vector<uint32_t> user_;  // open user regions outside MPI calls
   Call cur_;
+  double cur_flush_ = 0;    // time in invmw:flush inside the current call
+  uint32_t cur_calls_ = 1;  // calls the current visit stands for
   bool in_call_ = false;
   double flush_start_ = 0;
   uint16_t phase_ = 0;
@@ -439,9 +491,13 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
   // order without stable_sort's buffer of a copy of the list.
   if (parts.size() >= UINT32_MAX) throw std::runtime_error("more than 2^32 collective calls");
   for (size_t i = 0; i < parts.size(); ++i) parts[i].seq = uint32_t(i);
-  std::sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
+  auto by_rank_init = [](const Participation& a, const Participation& b) {
     return std::tie(a.comm, a.rank, a.init, a.seq) < std::tie(b.comm, b.rank, b.init, b.seq);
-  });
+  };
+  // Usually sorted already (one communicator, blocking calls: ranks in order, each in call
+  // order); checking costs a tenth of sorting.
+  if (!std::is_sorted(parts.begin(), parts.end(), by_rank_init))
+    std::sort(parts.begin(), parts.end(), by_rank_init);
   for (size_t i = 0; i < parts.size(); ++i)
     parts[i].seq =
         (i > 0 && parts[i - 1].comm == parts[i].comm && parts[i - 1].rank == parts[i].rank)
@@ -485,33 +541,24 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
       if (u > c.wait_until) {
         c.wait_until = u;
         c.wait_rank = who;
-        c.wait_cat = kSyncWait;
+        c.Set(Call::kWaitSync);
       }
     }
     i = j;
   }
 }
 
-// Pass 2: calls and the gaps between them as segments.
-// count_only: the number of segments, nothing changed (the vector is then reserved exactly: it
-// is held for every rank until the critical path is found).
-size_t CutSegments(RankWork& w, bool count_only) {
-  RankTimeline& tl = *w.tl;
-  auto& segs = tl.segments;
-  size_t n = 0;
-  size_t mi = 0;  // next phase mark
+// Pass 2: calls and the gaps between them as segments, given to add(start, end, category,
+// phase, jump rank) in time order.
+template <typename Add>
+void CutSegments(const RankWork& w, Add&& add_segment) {
+  const RankTimeline& tl = *w.tl;
+  size_t mi = 0;          // next phase mark
+  size_t fi = 0, ci = 0;  // next entries of w.flush and w.multi
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
   auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
-    ++n;
-    if (count_only) return;
-    Segment s;
-    s.start = a;
-    s.end = b;
-    s.cat = c;
-    s.phase = ph;
-    s.jump_rank = jr;
-    segs.push_back(s);
+    add_segment(a, b, c, ph, jr);
   };
   // Computation from a to b, cut where the phase changes.
   auto gap = [&](double a, double b) {
@@ -525,13 +572,20 @@ size_t CutSegments(RankWork& w, bool count_only) {
     add(a, b, kComputation, phase);
   };
   double t = tl.start;
-  for (const Call& c : w.calls) {
+  for (size_t k = 0; k < w.calls.size(); ++k) {
+    const Call& c = w.calls[k];
+    double c_flush = 0;
+    while (fi < w.flush.size() && w.flush[fi].first < k) ++fi;
+    if (fi < w.flush.size() && w.flush[fi].first == k) c_flush = w.flush[fi].second;
+    uint32_t c_calls = 1;
+    while (ci < w.multi.size() && w.multi[ci].first < k) ++ci;
+    if (ci < w.multi.size() && w.multi[ci].first == k) c_calls = w.multi[ci].second;
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
     gap(t, s);
-    if (!count_only) tl.calls += c.calls;
+    add_segment.calls += c_calls;
     double a = s;
-    if (c.cut_off) {
+    if (c.Has(Call::kCutOff)) {
       // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
       // for a partner (p2p, completion) or for the collective's last arrival.
       add(s, e, c.kind == Kind::kCollective ? kSyncWait : kIdle, c.phase);
@@ -540,11 +594,13 @@ size_t CutSegments(RankWork& w, bool count_only) {
     }
     if (c.wait_until > a && c.wait_rank >= 0) {
       const double u = std::min(c.wait_until, e);
-      add(a, u, c.wait_cat, c.phase, c.wait_rank);  // the partner arrived at u
+      // the partner arrived at u
+      add(a, u, c.Has(Call::kWaitSync) ? kSyncWait : kIdle, c.phase, c.wait_rank);
       a = u;
     }
-    const double flush = std::min(c.flush, e - a);
+    const double flush = std::min(c_flush, e - a);
     const double b = e - flush;
+    const bool coll_data = c.Has(Call::kCollData);
     Category rest = kUnallocated;
     switch (c.kind) {
       case Kind::kP2p:
@@ -552,7 +608,7 @@ size_t CutSegments(RankWork& w, bool count_only) {
         rest = kTransfer;
         break;
       case Kind::kCollective:
-        rest = c.coll_data ? kTransfer : kSyncOp;
+        rest = coll_data ? kTransfer : kSyncOp;
         break;
       case Kind::kIo:
         rest = kIo;
@@ -564,22 +620,85 @@ size_t CutSegments(RankWork& w, bool count_only) {
         rest = kUnallocated;
     }
     // A completion call (Wait*) finishing a nonblocking collective and no message.
-    if (c.coll_done && !c.p2p_data && c.kind == Kind::kP2p)
-      rest = c.coll_data ? kTransfer : kSyncOp;
+    if (c.Has(Call::kCollDone) && !c.Has(Call::kP2pData) && c.kind == Kind::kP2p)
+      rest = coll_data ? kTransfer : kSyncOp;
     add(a, b, rest, c.phase);
     add(b, e, kUnallocated, c.phase);
     t = e;
   }
   gap(t, tl.end);
-  return n;
 }
 
-void Segments(RankWork& w) {
-  std::vector<Segment>& segs = w.tl->segments;
-  segs.clear();
-  segs.shrink_to_fit();
-  segs.reserve(CutSegments(w, true));
-  CutSegments(w, false);
+// Counts the segments (to reserve exactly: they are held for every rank until the critical
+// path is found).
+struct CountSegments {
+  size_t n = 0;
+  uint64_t calls = 0;
+  void operator()(double, double, Category, uint16_t, int32_t) { ++n; }
+};
+
+// Files the segments in the rank's compact form (and as Segments when kept) and sums them per
+// phase.
+struct FileSegments {
+  RankTimeline& tl;
+  bool keep;
+  double prev_end;
+  uint64_t calls = 0;
+  void operator()(double a, double b, Category c, uint16_t ph, int32_t jr) {
+    CompactSegments& cs = tl.compact;
+    if (uint32_t(jr + 1) >= (1u << 27))
+      throw std::runtime_error("rank " + std::to_string(jr) + ": ranks beyond 2^27 - 2");
+    uint32_t info = uint32_t(c) | (uint32_t(jr + 1) << 5);
+    if (a != prev_end) {
+      info |= 16u;
+      cs.starts.push_back({cs.ends.size(), a});
+    }
+    cs.ends.push_back(b);
+    cs.info.push_back(info);
+    prev_end = b;
+    if (ph >= tl.phase_times.size()) {
+      tl.phase_times.resize(size_t(ph) + 1, Times{});
+      tl.phase_first.resize(size_t(ph) + 1, std::numeric_limits<double>::infinity());
+      tl.phase_last.resize(size_t(ph) + 1, -std::numeric_limits<double>::infinity());
+    }
+    tl.phase_times[ph][c] += b - a;
+    tl.phase_first[ph] = std::min(tl.phase_first[ph], a);
+    tl.phase_last[ph] = std::max(tl.phase_last[ph], b);
+    if (keep) {
+      Segment s;
+      s.start = a;
+      s.end = b;
+      s.cat = c;
+      s.phase = ph;
+      s.jump_rank = jr;
+      tl.segments.push_back(s);
+    }
+  }
+};
+
+void Segments(RankWork& w, bool keep_segments, size_t nphases) {
+  RankTimeline& tl = *w.tl;
+  CountSegments count;
+  CutSegments(w, count);
+  std::vector<Segment>().swap(tl.segments);
+  tl.compact = CompactSegments();
+  tl.compact.ends.reserve(count.n);
+  tl.compact.info.reserve(count.n);
+  if (keep_segments) tl.segments.reserve(count.n);
+  tl.phase_times.assign(nphases, Times{});
+  tl.phase_first.assign(nphases, std::numeric_limits<double>::infinity());
+  tl.phase_last.assign(nphases, -std::numeric_limits<double>::infinity());
+  FileSegments file{tl, keep_segments, tl.start};
+  CutSegments(w, file);
+  tl.calls += file.calls;
+}
+
+// Gives the heap's free pages back to the system (glibc keeps them resident otherwise): the
+// first pass's matching lists and the messages are freed in many small pieces.
+void ReturnFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 // fn(i) for i in [0, n) on `threads` threads (the calling one included), i striped over them.
@@ -622,11 +741,27 @@ double LastTime(const invmw::otf2::TraceLocation& l) {
 
 Timelines BuildTimelines(const Trace& t,
                          const std::map<int32_t, std::pair<double, double>>& windows, int threads) {
+  TimelineOptions o;
+  o.threads = threads;
+  return BuildTimelines(t, windows, o);
+}
+
+Timelines BuildTimelines(const Trace& t,
+                         const std::map<int32_t, std::pair<double, double>>& windows, int threads,
+                         const RankEventSource& source) {
+  TimelineOptions o;
+  o.threads = threads;
+  return BuildTimelines(t, windows, o, source);
+}
+
+Timelines BuildTimelines(const Trace& t,
+                         const std::map<int32_t, std::pair<double, double>>& windows,
+                         const TimelineOptions& options) {
   if (t.events_streamed)
-    return BuildTimelines(t, windows, threads, [&t](int32_t rank, const EventFn& fn) {
+    return BuildTimelines(t, windows, options, [&t](int32_t rank, const EventFn& fn) {
       invmw::otf2::StreamRankEvents(t, rank, fn);
     });
-  return BuildTimelines(t, windows, threads, [&t](int32_t rank, const EventFn& fn) {
+  return BuildTimelines(t, windows, options, [&t](int32_t rank, const EventFn& fn) {
     auto it = t.locations_of_rank.find(rank);
     if (it == t.locations_of_rank.end()) return;
     for (size_t l : it->second)
@@ -635,8 +770,11 @@ Timelines BuildTimelines(const Trace& t,
 }
 
 Timelines BuildTimelines(const Trace& t,
-                         const std::map<int32_t, std::pair<double, double>>& windows, int threads,
-                         const RankEventSource& source) {
+                         const std::map<int32_t, std::pair<double, double>>& windows,
+                         const TimelineOptions& options, const RankEventSource& source) {
+  if (options.release_messages && options.release_messages != &t.messages)
+    throw std::invalid_argument("TimelineOptions::release_messages must be &trace.messages");
+  const int threads = options.threads;
   Timelines out;
   std::vector<Kind> kinds;
   kinds.reserve(t.regions.size());
@@ -696,19 +834,40 @@ Timelines BuildTimelines(const Trace& t,
                                    : PhaseSource::kWholeRun;
   PhaseTable phases{&out.phase_names, {}};
 
-  // (event index, message index) of the send/receive events on the analysed locations, by
-  // event index: per message, not per event.
+  // The partners of the send/receive events on the analysed locations, by event index: all the
+  // scan needs of the messages (16 bytes per message end instead of 88 per message), so the
+  // messages can be released before the scan. Reserved exactly: counted first.
   std::vector<char> analysed(t.locations.size(), 0);
   for (int32_t l : main_loc) analysed[size_t(l)] = 1;
-  std::vector<std::vector<std::pair<uint64_t, int32_t>>> msg_of_event(t.locations.size());
-  for (size_t m = 0; m < t.messages.size(); ++m) {
-    const auto& msg = t.messages[m];
-    if (msg.send_loc < analysed.size() && analysed[msg.send_loc])
-      msg_of_event[msg.send_loc].push_back({msg.send_event, int32_t(m)});
-    if (msg.recv_loc < analysed.size() && analysed[msg.recv_loc])
-      msg_of_event[msg.recv_loc].push_back({msg.recv_event, int32_t(m)});
+  std::vector<std::vector<PartnerEnd>> partners(t.locations.size());
+  {
+    std::vector<size_t> count(t.locations.size(), 0);
+    for (const auto& msg : t.messages) {
+      if (msg.send_loc < analysed.size() && analysed[msg.send_loc]) ++count[msg.send_loc];
+      if (msg.recv_loc < analysed.size() && analysed[msg.recv_loc]) ++count[msg.recv_loc];
+    }
+    for (size_t l = 0; l < count.size(); ++l) partners[l].reserve(count[l]);
   }
-  for (auto& v : msg_of_event) std::sort(v.begin(), v.end());
+  for (const auto& msg : t.messages) {
+    if (msg.send_loc < analysed.size() && analysed[msg.send_loc])
+      partners[msg.send_loc].push_back(
+          PartnerEnd::Make(msg.send_event, msg.recv_post_time, msg.dst));
+    if (msg.recv_loc < analysed.size() && analysed[msg.recv_loc])
+      partners[msg.recv_loc].push_back(PartnerEnd::Make(msg.recv_event, msg.send_time, msg.src));
+  }
+  // An event is the end of at most one message; the stable order keeps the first, as the
+  // lookup by message index did.
+  for (auto& v : partners)
+    if (!std::is_sorted(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
+          return a.event() < b.event();
+        }))
+      std::stable_sort(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
+        return a.event() < b.event();
+      });
+  if (options.release_messages) {
+    std::vector<invmw::otf2::Message>().swap(*options.release_messages);
+    ReturnFreedMemory();
+  }
 
   out.ranks.resize(main_loc.size());
   std::vector<RankWork> work(main_loc.size());
@@ -744,8 +903,7 @@ Timelines BuildTimelines(const Trace& t,
   // the scan is sequential.
   ParallelFor(main_loc.size(), parallel_scan ? threads : 1, [&](size_t i) {
     const size_t loc = size_t(main_loc[i]);
-    LocationScanner scan(t, kinds, msg_of_event[loc], out.phase_source, phases, work[i],
-                         rank_parts[i]);
+    LocationScanner scan(t, kinds, partners[loc], out.phase_source, phases, work[i], rank_parts[i]);
     // A call takes an Enter and a Leave: a large location's list is reserved for the most calls
     // it can hold, so it is never copied while it grows (doubling would hold it twice, and
     // trimming it after would copy it again). Only from 32 MiB on: glibc maps such requests
@@ -763,7 +921,7 @@ Timelines BuildTimelines(const Trace& t,
     scan.Finish();
     // Kept for all ranks until the collectives are matched.
     if (!reserved) work[i].calls.shrink_to_fit();
-    std::vector<std::pair<uint64_t, int32_t>>().swap(msg_of_event[loc]);
+    std::vector<PartnerEnd>().swap(partners[loc]);
   });
   size_t nparts = 0;
   for (const auto& rp : rank_parts) nparts += rp.size();
@@ -777,14 +935,21 @@ Timelines BuildTimelines(const Trace& t,
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
   out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
+  const size_t nphases = out.phase_names.size();
   ParallelFor(work.size(), threads, [&](size_t i) {
-    Segments(work[i]);
-    std::vector<Call>().swap(work[i].calls);  // the segments say it all now
+    Segments(work[i], options.keep_segments, nphases);
+    // The segments say it all now.
+    std::vector<Call>().swap(work[i].calls);
+    std::vector<std::pair<uint32_t, double>>().swap(work[i].flush);
+    std::vector<std::pair<uint32_t, uint32_t>>().swap(work[i].multi);
   });
   for (auto& w : work) {
-    for (const auto& s : w.tl->segments)
-      if (s.jump_rank >= 0 && s.jump_rank <= max_rank)
-        out.wait_caused[s.jump_rank] += s.end - s.start;
+    const RankTimeline& r = *w.tl;
+    const CompactSegments& cs = r.compact;
+    for (size_t k = 0; k < cs.size(); ++k) {
+      const int32_t jr = cs.jump_rank(k);
+      if (jr >= 0 && jr <= max_rank) out.wait_caused[jr] += cs.ends[k] - cs.start(k, r.start);
+    }
   }
   return out;
 }

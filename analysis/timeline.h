@@ -56,11 +56,34 @@ struct Segment {
   Category cat = kComputation;
 };
 
+// The segments of a rank as the critical path needs them, 12 bytes each instead of a Segment's
+// 24: segments tile the window, so a segment starts where the one before it ended (or at the
+// window's start) and only its end is kept; the rare segment that starts elsewhere (a call's
+// flush rounded before its wait's end) is flagged and its start kept apart. Phases are summed
+// as the segments are cut (RankTimeline::phase_times), so they need not be kept.
+struct CompactSegments {
+  std::vector<double> ends;
+  // Bits 0-3 the category, bit 4 the start is in `starts`, bits 5-31 jump_rank + 1.
+  std::vector<uint32_t> info;
+  std::vector<std::pair<size_t, double>> starts;  // (segment, start) for flagged segments
+
+  size_t size() const { return ends.size(); }
+  Category cat(size_t i) const { return Category(info[i] & 15u); }
+  int32_t jump_rank(size_t i) const { return int32_t(info[i] >> 5) - 1; }
+  double start(size_t i, double window_start) const;
+};
+
 struct RankTimeline {
   int32_t rank = -1;
   size_t location = 0;  // index into Trace::locations
   double start = 0, end = 0;
+  // Every segment, only when asked for (TimelineOptions::keep_segments: resources, Opal, tests).
   std::vector<Segment> segments;
+  CompactSegments compact;  // always: the critical path walks these
+  // By phase index: the time per category, and the earliest start and latest end of the
+  // rank's segments in the phase (+inf / -inf when none), summed in segment order.
+  std::vector<Times> phase_times;
+  std::vector<double> phase_first, phase_last;
   uint64_t calls = 0;  // MPI calls in the window
   uint64_t messages_sent = 0, bytes_sent = 0;
 };
@@ -85,6 +108,15 @@ Timelines BuildTimelines(const invmw::otf2::Trace& trace,
                          const std::map<int32_t, std::pair<double, double>>& windows = {},
                          int threads = 1);
 
+struct TimelineOptions {
+  int threads = 1;
+  // Keep every Segment (RankTimeline::segments); the compact form is always kept.
+  bool keep_segments = true;
+  // When set (it must be &trace.messages): emptied (memory freed) once each location's message
+  // partners are taken from it, before the events are scanned (`invmw analyze` on large traces).
+  std::vector<invmw::otf2::Message>* release_messages = nullptr;
+};
+
 // Gives the events of a world rank's locations to fn(location index, event), each location's in
 // order; called for different ranks on different threads at once.
 using EventFn = std::function<void(size_t, const invmw::otf2::TraceEvent&)>;
@@ -95,5 +127,11 @@ using RankEventSource = std::function<void(int32_t, const EventFn&)>;
 Timelines BuildTimelines(const invmw::otf2::Trace& trace,
                          const std::map<int32_t, std::pair<double, double>>& windows, int threads,
                          const RankEventSource& source);
+Timelines BuildTimelines(const invmw::otf2::Trace& trace,
+                         const std::map<int32_t, std::pair<double, double>>& windows,
+                         const TimelineOptions& options);
+Timelines BuildTimelines(const invmw::otf2::Trace& trace,
+                         const std::map<int32_t, std::pair<double, double>>& windows,
+                         const TimelineOptions& options, const RankEventSource& source);
 
 }  // namespace invmw::analysis

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "analysis/analysis.h"
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     std::vector<double> reader_cpu;
     ro.thread_cpu_s = &reader_cpu;
     ro.keep_events = !stream;
-    const invmw::otf2::Trace trace = invmw::otf2::ReadTrace(argv[1], ro);
+    invmw::otf2::Trace trace = invmw::otf2::ReadTrace(argv[1], ro);
     const double read_s = secs(t0);
     const double read_cpu = CpuSeconds() - c0;
     const long read_hwm_kib = VmHwmKiB();  // the first pass's peak when streaming
@@ -65,7 +66,10 @@ int main(int argc, char** argv) {
     auto t1 = Clock::now();
     invmw::analysis::AnalyzeOptions o;
     o.threads = threads;
-    const invmw::analysis::Analysis a = invmw::analysis::Analyze(trace, o);
+    // stream: as `invmw analyze` (only the figures kept, the messages freed when used).
+    o.keep_details = !stream;
+    const invmw::analysis::Analysis a =
+        stream ? invmw::analysis::Analyze(std::move(trace), o) : invmw::analysis::Analyze(trace, o);
     const double analyze_s = secs(t1);
     const double analyze_cpu = CpuSeconds() - c0 - read_cpu;
     t1 = Clock::now();

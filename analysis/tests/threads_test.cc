@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "analysis/analysis.h"
 #include "otf2_writer/converter.h"
 #include "otf2_writer/tests/synthetic_run.h"
@@ -112,6 +114,12 @@ void ExpectSameForAnyThreads(const otf2::testing::SyntheticOptions& so, const st
     AnalyzeOptions a;
     a.threads = threads;
     EXPECT_EQ(ToJson(Analyze(t, a)).dump(1), base_json) << threads << " threads, streamed";
+    // As `invmw analyze` does it: only the compact segments, the messages freed before the scan.
+    a.keep_details = false;
+    Trace consumed = t;
+    EXPECT_EQ(ToJson(Analyze(std::move(consumed), a)).dump(1), base_json)
+        << threads << " threads, streamed, compact";
+    EXPECT_TRUE(consumed.messages.empty());
   }
   fs::remove_all(dir);
 }
