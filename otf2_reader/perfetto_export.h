@@ -30,5 +30,12 @@ struct PerfettoStats {
 };
 
 PerfettoStats ExportPerfetto(const Trace& trace, const std::string& out_path);
+// The same export of a trace too large for memory: `defs` from ReadTraceDefinitions(), the
+// events streamed (StreamTrace) and not kept: once for the messages (matched by StreamMatcher,
+// their flows written to an unnamed scratch file), then location by location for the slices and
+// the counters, which are written in ExportPerfetto's order; the flows follow them, numbered in
+// the order their messages were paired. Memory: O(locations + definitions + open regions and
+// their records + open requests + messages not yet paired), never per event.
+PerfettoStats ExportPerfettoStreaming(Trace* defs, const std::string& out_path);
 
 }  // namespace invmw::otf2

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -546,6 +547,100 @@ TEST(TraceCheck, WarnsOnANonblockingStartWithoutCompletion) {
   }
   EXPECT_EQ(isend, 1);
   EXPECT_EQ(irecv, 0);  // its receive completed
+}
+
+}  // namespace
+}  // namespace invmw::otf2
+
+namespace invmw::otf2 {
+namespace {
+
+// What `invmw trace check` and `invmw trace export` run (the streaming versions, nothing kept
+// per event) gives what the in-memory CheckTrace and ExportPerfetto give on the same archive:
+// the same report, and the same JSON up to the numbering and order of the message arrows.
+void ExpectStreamingSameAsInMemory(const std::string& dir) {
+  const std::string archive = dir + "/traces.otf2";
+  SCOPED_TRACE(archive);
+  const Trace t = ReadTrace(archive);
+  for (size_t max_listed : {size_t(10), size_t(1)}) {
+    const CheckReport a = CheckTrace(t, max_listed);
+    Trace d = ReadTraceDefinitions(archive);
+    const CheckReport b = CheckTraceStreaming(&d, max_listed);
+    EXPECT_EQ(a.ok, b.ok);
+    EXPECT_EQ(a.failures, b.failures);
+    EXPECT_EQ(a.warnings, b.warnings);
+    EXPECT_EQ(a.by_type, b.by_type);
+    EXPECT_EQ(a.by_rank, b.by_rank);
+    EXPECT_EQ(a.events, b.events);
+    EXPECT_EQ(a.messages, b.messages);
+  }
+  const PerfettoStats sa = ExportPerfetto(t, dir + "/in-memory.json");
+  Trace d = ReadTraceDefinitions(archive);
+  const PerfettoStats sb = ExportPerfettoStreaming(&d, dir + "/streamed.json");
+  EXPECT_EQ(sa.slices, sb.slices);
+  EXPECT_EQ(sa.flows, sb.flows);
+  EXPECT_EQ(sa.slices_with_args, sb.slices_with_args);
+  EXPECT_EQ(sa.counters, sb.counters);
+  // Everything but the arrows in the same order; the arrows as (start, end) pairs without ids.
+  auto split = [](const std::string& path) {
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::vector<std::string> other;
+    std::map<uint64_t, std::pair<std::string, std::string>> by_id;
+    for (auto e : j.at("traceEvents")) {
+      const std::string ph = e.at("ph");
+      if (ph != "s" && ph != "f") {
+        other.push_back(e.dump());
+        continue;
+      }
+      const uint64_t id = e.at("id");
+      e.erase("id");
+      (ph == "s" ? by_id[id].first : by_id[id].second) = e.dump();
+    }
+    std::vector<std::pair<std::string, std::string>> flows;
+    for (auto& [id, f] : by_id) flows.push_back(f);
+    std::sort(flows.begin(), flows.end());
+    return std::make_pair(other, flows);
+  };
+  const auto ja = split(dir + "/in-memory.json"), jb = split(dir + "/streamed.json");
+  EXPECT_EQ(ja.first, jb.first);
+  EXPECT_EQ(ja.second, jb.second);
+}
+
+TEST_F(ConvertedRun, StreamingCheckAndExportAsInMemory) {
+  SyntheticOptions o;
+  o.iterations = 3;
+  o.samples = 5;
+  Make(o, "stream-good");
+  ExpectStreamingSameAsInMemory(dir_);
+}
+
+TEST_F(ConvertedRun, StreamingCheckAndExportAsInMemoryOnDefects) {
+  SyntheticOptions unmatched;
+  unmatched.unmatched_send = true;
+  Make(unmatched, "stream-unmatched");
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  SyntheticOptions crash;
+  crash.crash = true;
+  crash.drift[2] = 0;
+  Make(crash, "stream-crash");
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  dir_ = TempDir("stream-missingrank");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / DefsFileName(1));
+  result_ = ConvertToOtf2(dir_);
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  dir_ = TempDir("stream-missingfile");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / EventsFileName(1, 0));
+  result_ = ConvertToOtf2(dir_);
+  ExpectStreamingSameAsInMemory(dir_);
 }
 
 }  // namespace
