@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <queue>
+#include <tuple>
 #include <stdexcept>
 #include <vector>
 
@@ -358,20 +361,98 @@ FILE* ScratchFile(const std::string& near) {
   return f;
 }
 
-// Appends `from` (rewound) to `to`; every read and write checked.
-void Append(FILE* from, FILE* to, const std::string& out_path) {
-  if (std::fflush(from) != 0 || std::ferror(from) || std::fseek(from, 0, SEEK_SET) != 0)
-    throw std::runtime_error(out_path + ": not written (temporary file: " + std::strerror(errno) +
-                             ")");
-  std::vector<char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), from)) > 0)
-    if (std::fwrite(buf.data(), 1, n, to) != n)
-      throw std::runtime_error(out_path + ": not written (" + std::strerror(errno) + ")");
-  if (std::ferror(from))
-    throw std::runtime_error(
-        out_path + ": not written (reading the temporary file: " + std::strerror(errno) + ")");
-}
+// The arrows in ExportPerfetto's order (by send start; equal starts by the send's location and
+// event) without holding them: runs of kRun sorted in memory and written to a scratch file,
+// then merged with a small buffer per run (an external merge sort). Memory: kRun records, and
+// kBuf per run (one run per kRun messages: 5 MiB, and 20 KiB per 65,536 messages).
+class FlowSorter {
+ public:
+  struct Rec {
+    double send_time;
+    uint64_t send_loc, send_index;
+    int32_t src, dst;
+    uint32_t comm, tag;
+    uint64_t bytes, recv_bytes;
+    uint64_t recv_loc;
+    double send_start, recv_start;
+    bool operator<(const Rec& o) const {
+      return std::tie(send_time, send_loc, send_index) <
+             std::tie(o.send_time, o.send_loc, o.send_index);
+    }
+  };
+  explicit FlowSorter(const std::string& out_path) : out_path_(out_path) {}
+  ~FlowSorter() {
+    if (scratch_) std::fclose(scratch_);
+  }
+  void Add(const Rec& r) {
+    buf_.push_back(r);
+    if (buf_.size() >= kRun) Spill();
+  }
+  // Gives the records to fn in order.
+  template <class Fn>
+  void Each(Fn fn) {
+    if (runs_.empty()) {
+      std::sort(buf_.begin(), buf_.end());
+      for (const Rec& r : buf_) fn(r);
+      return;
+    }
+    Spill();
+    std::vector<Rec>().swap(buf_);
+    if (std::fflush(scratch_) != 0 || std::ferror(scratch_)) Fail("writing");
+    struct Run {
+      uint64_t next, end;  // record positions in the scratch file
+      std::vector<Rec> buf;
+      size_t pos = 0;
+    };
+    std::vector<Run> runs;
+    for (const auto& [begin, end] : runs_) runs.push_back({begin, end, {}, 0});
+    auto fill = [&](Run& r) {
+      const uint64_t n = std::min<uint64_t>(kBuf, r.end - r.next);
+      r.buf.resize(n);
+      r.pos = 0;
+      if (n == 0) return false;
+      const ssize_t want = ssize_t(n * sizeof(Rec));
+      if (pread(fileno(scratch_), r.buf.data(), size_t(want), off_t(r.next * sizeof(Rec))) != want)
+        Fail("reading");
+      r.next += n;
+      return true;
+    };
+    using Head = std::pair<Rec, size_t>;
+    auto later = [](const Head& a, const Head& b) { return b.first < a.first; };
+    std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
+    for (size_t k = 0; k < runs.size(); ++k)
+      if (fill(runs[k])) heap.push({runs[k].buf[0], k});
+    while (!heap.empty()) {
+      const size_t k = heap.top().second;
+      fn(heap.top().first);
+      heap.pop();
+      Run& r = runs[k];
+      if (++r.pos < r.buf.size() || fill(r)) heap.push({r.buf[r.pos], k});
+    }
+  }
+
+ private:
+  static constexpr size_t kRun = size_t(1) << 16, kBuf = 256;
+  void Spill() {
+    if (buf_.empty()) return;
+    if (!scratch_) scratch_ = ScratchFile(out_path_);
+    std::sort(buf_.begin(), buf_.end());
+    if (std::fwrite(buf_.data(), sizeof(Rec), buf_.size(), scratch_) != buf_.size())
+      Fail("writing");
+    runs_.push_back({written_, written_ + buf_.size()});
+    written_ += buf_.size();
+    buf_.clear();
+  }
+  [[noreturn]] void Fail(const char* what) {
+    throw std::runtime_error(out_path_ + ": not written (" + what +
+                             " a temporary file: " + std::strerror(errno) + ")");
+  }
+  std::string out_path_;
+  FILE* scratch_ = nullptr;
+  std::vector<Rec> buf_;
+  std::vector<std::pair<uint64_t, uint64_t>> runs_;
+  uint64_t written_ = 0;
+};
 
 void CheckWritten(FILE* f, const std::string& out_path) {
   if (std::ferror(f))
@@ -391,18 +472,15 @@ PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path)
   WriteMetadata(t, o, &tid_of);
   CommNames comms(t);
 
-  // Pass 1, all locations in time order: the messages, matched as the stream goes, written as
-  // flows to a scratch file (they follow the slices and counters); the samples counted.
-  std::unique_ptr<FILE, int (*)(FILE*)> flows(ScratchFile(out_path), &std::fclose);
-  Out fo{flows.get()};
-  fo.first = false;  // follows the metadata
+  // Pass 1, all locations in time order: the messages, matched as the stream goes, their
+  // arrows sorted aside (they follow the slices and counters); the samples counted.
+  FlowSorter flows(out_path);
   std::vector<uint64_t> metric_samples(t.metric_locations.size(), 0);
   std::vector<uint64_t> call_samples(t.locations.size(), 0);
   {
     StreamMatcher matcher(t, [&](const StreamMessage& m) {
-      WriteFlow(fo, comms, ++st.flows, m.src, m.dst, m.comm, m.tag, m.bytes, m.recv_bytes,
-                t.locations[m.send.loc].rank, tid_of[m.send.loc], m.send.enclosing,
-                t.locations[m.recv.loc].rank, tid_of[m.recv.loc], m.recv.enclosing);
+      flows.Add({m.send_time, m.send.loc, m.send.index, m.src, m.dst, m.comm, m.tag, m.bytes,
+                 m.recv_bytes, m.recv.loc, m.send.enclosing, m.recv.enclosing});
     });
     StreamOptions so;
     so.event = [&](size_t li, uint64_t index, const TraceEvent& e, const UncompletedRecv* posted) {
@@ -413,7 +491,6 @@ PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path)
     };
     StreamTrace(&t, so);
     matcher.Finish();
-    CheckWritten(flows.get(), out_path);
   }
   // Pass 2, one location at a time (the slices of a location together, in location order, as
   // ExportPerfetto writes them).
@@ -454,21 +531,11 @@ PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path)
     if (metric_samples[mi]) counters(true, mi);
   for (size_t li = 0; li < t.locations.size(); ++li)
     if (call_samples[li]) counters(false, li);
-  // The flows, with the separator the first of them needs.
-  if (st.flows) {
-    if (o.first) {
-      // Nothing before them: drop the scratch file's leading ",".
-      std::fflush(flows.get());
-      std::fseek(flows.get(), 1, SEEK_SET);
-      std::vector<char> buf(1 << 20);
-      size_t n;
-      while ((n = std::fread(buf.data(), 1, buf.size(), flows.get())) > 0)
-        if (std::fwrite(buf.data(), 1, n, o.f) != n)
-          throw std::runtime_error(out_path + ": not written (" + std::strerror(errno) + ")");
-    } else {
-      Append(flows.get(), o.f, out_path);
-    }
-  }
+  flows.Each([&](const FlowSorter::Rec& m) {
+    WriteFlow(o, comms, ++st.flows, m.src, m.dst, m.comm, m.tag, m.bytes, m.recv_bytes,
+              t.locations[m.send_loc].rank, tid_of[m.send_loc], m.send_start,
+              t.locations[m.recv_loc].rank, tid_of[m.recv_loc], m.recv_start);
+  });
   std::fputs("\n]}\n", o.f);
   CheckWritten(o.f, out_path);
   file.Commit();
