@@ -170,8 +170,11 @@ void StreamMatcher::Drain(bool finishing) {
         on_message_(m);
       }
     }
+    // An empty channel is dropped: an application that gives every message a tag of its own
+    // would otherwise leave one per message. (What is lost: whether a dropped channel had sends,
+    // which only orders the receives it may later get and that stay unmatched, see Finish.)
     if (c.sends.empty() && c.recvs.empty())
-      c.listed = false;
+      channels_.erase(k);
     else
       active_[kept++] = k;
   }
@@ -208,7 +211,8 @@ void StreamMatcher::Finish() {
   peak_pending = std::max(peak_pending, pending_);
   Drain(true);
   // What is left, in ReadTrace's order: by channel, then in MPI's order; the receives of
-  // channels without any send last. A receive still open that no message reached is no error.
+  // channels without any send last (a channel emptied and dropped on the way counts as one
+  // without sends here). A receive still open that no message reached is no error.
   std::vector<EventRef> recv_only;
   for (auto& [k, c] : channels_) {
     for (const auto& s : c.sends) unmatched_sends.push_back(s.ref);

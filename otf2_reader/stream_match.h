@@ -15,8 +15,9 @@
 // region's Enter) and every nonblocking receive posted on that rank and not completed that could
 // complete on the channel. Memory: the channels, the open requests, and the sends and receives
 // not yet paired (messages in flight, those waiting behind an open receive of their rank, and
-// the unmatched ones), never one record per event. Timestamps that decrease on a location (which
-// trace check reports) can make the pairing differ from ReadTrace's around them.
+// the unmatched ones), never one record per event (empty channels are dropped). Timestamps that
+// decrease on a location (which trace check reports) can make the pairing differ from ReadTrace's
+// around them.
 #pragma once
 
 #include <cstdint>
@@ -93,7 +94,7 @@ class StreamMatcher {
   const Trace& t_;
   std::function<void(const StreamMessage&)> on_message_;
   std::map<Key, Channel> channels_;
-  std::vector<Key> active_;                // channels holding sends or receives
+  std::vector<Key> active_;  // the channels in channels_ (each holds sends or receives)
   std::vector<std::vector<double>> open_;  // per location: Enter times of its open regions
   // Nonblocking receives posted and not completed nor cancelled: by (rank, request) (the latest
   // start of a request on its rank) and by (location, request).
