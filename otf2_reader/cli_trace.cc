@@ -107,10 +107,9 @@ int ExportVerb(int argc, char** argv) {
     const std::string anchor = AnchorOf(dirs[0]);
     if (out.empty()) out = (fs::path(anchor).parent_path() / "traces.perfetto.json").string();
     RefuseArchiveOverwrite(anchor, out);  // -o DIR/traces.otf2 would replace the input
-    ReadOptions ro;
-    ro.threads = DefaultReadThreads();  // the same trace for any number (trace_reader.h)
-    Trace t = ReadTrace(anchor, ro);
-    PerfettoStats st = ExportPerfetto(t, out);
+    // Streamed: memory does not grow with the events (docs/otf2.md, "Large traces").
+    Trace t = ReadTraceDefinitions(anchor);
+    PerfettoStats st = ExportPerfettoStreaming(&t, out);
     std::printf("%s: %llu slices (%llu with args), %llu message arrows, %llu counter values\n",
                 out.c_str(), (unsigned long long)st.slices, (unsigned long long)st.slices_with_args,
                 (unsigned long long)st.flows, (unsigned long long)st.counters);
@@ -133,10 +132,8 @@ int CheckVerb(int argc, char** argv) {
   args.Positional("DIR", &dirs, 1, 1);
   if (int rc = args.Parse(argc, argv, &done); rc || done) return rc;
   try {
-    ReadOptions ro;
-    ro.threads = DefaultReadThreads();
-    Trace t = ReadTrace(AnchorOf(dirs[0]), ro);
-    CheckReport r = CheckTrace(t);
+    Trace t = ReadTraceDefinitions(AnchorOf(dirs[0]));
+    CheckReport r = CheckTraceStreaming(&t);
     PrintCheckReport(t, r, stdout);
     return r.ok ? 0 : 1;
   } catch (const std::exception& e) {

@@ -25,10 +25,17 @@ struct CheckReport {
   std::map<std::string, uint64_t> by_type;
   std::map<int32_t, std::map<std::string, uint64_t>> by_rank;
   uint64_t events = 0, messages = 0;
+  size_t peak_pending = 0;  // CheckTraceStreaming: most sends and receives held at once
 };
 
 // max_listed: at most this many failures of one kind are spelled out (the rest are counted).
 CheckReport CheckTrace(const Trace& trace, size_t max_listed = 10);
+// The same checks on a trace too large for memory: `defs` from ReadTraceDefinitions(), the
+// events streamed (StreamTrace) once and not kept; the same report as CheckTrace on the
+// ReadTrace of the archive (failures of one kind listed in the same order; messages with equal
+// send times ordered by location and event). Memory: O(locations + definitions + open regions
+// + open requests + messages not yet paired), see StreamMatcher.
+CheckReport CheckTraceStreaming(Trace* defs, size_t max_listed = 10);
 void PrintCheckReport(const Trace& trace, const CheckReport& report, FILE* out);
 
 }  // namespace invmw::otf2

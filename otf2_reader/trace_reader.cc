@@ -122,6 +122,14 @@ struct State {
   std::vector<TraceEvent> current;
   std::vector<char> pending;
   std::vector<std::vector<char>> entered;  // per location: region refs entered
+  // StreamTrace: events given to `stream` in the order the OTF2 reader merges them (time order
+  // across the locations), each once complete: the latest is held until the next one (or a
+  // metric) arrives. `held_post`: the MpiIrecvRequest's posted attributes, when it has them.
+  const StreamOptions* stream = nullptr;
+  size_t held = SIZE_MAX;
+  uint64_t held_index = 0;
+  bool held_posted = false;
+  UncompletedRecv held_post;
 
   std::string Str(uint32_t ref) const {
     auto it = strings.find(ref);
@@ -147,12 +155,27 @@ struct State {
       l.events.push_back(e);
       return l.events.back();
     }
+    if (stream) {
+      Deliver();
+      held = *li;
+      held_index = l.event_count - 1;
+      held_posted = false;
+      current[*li] = e;
+      return current[*li];
+    }
     if (pending[*li] && sink) (*sink)(*li, current[*li]);
     pending[*li] = 1;
     current[*li] = e;
     return current[*li];
   }
+  void Deliver() {
+    if (held == SIZE_MAX) return;
+    if (stream->event)
+      stream->event(held, held_index, current[held], held_posted ? &held_post : nullptr);
+    held = SIZE_MAX;
+  }
   void Flush() {
+    if (stream) Deliver();
     for (size_t li = 0; li < pending.size(); ++li)
       if (pending[li] && sink) (*sink)(li, current[li]);
     std::fill(pending.begin(), pending.end(), 0);
@@ -324,15 +347,18 @@ OTF2_CallbackCode EvIrecvRequest(INVMW_EVT_HEAD, uint64_t req) {
   e.request = req;
   State* s = S(u);
   const int32_t rank = s->t->locations[li].rank;
-  s->irecv_post[{li, req}] = e.time;
-  s->irecv_post_rank[{rank, req}] = e.time;
+  if (s->match) {  // only matching looks them up; a stream would keep one per receive
+    s->irecv_post[{li, req}] = e.time;
+    s->irecv_post_rank[{rank, req}] = e.time;
+  }
   int32_t src = 0, tag = 0;
   OTF2_CommRef comm = OTF2_UNDEFINED_COMM;
   if (attrs && s->attr_source != OTF2_UNDEFINED_ATTRIBUTE &&
       s->attr_tag != OTF2_UNDEFINED_ATTRIBUTE && s->attr_comm != OTF2_UNDEFINED_ATTRIBUTE &&
       OTF2_AttributeList_GetInt32(attrs, s->attr_source, &src) == OTF2_SUCCESS &&
       OTF2_AttributeList_GetInt32(attrs, s->attr_tag, &tag) == OTF2_SUCCESS &&
-      OTF2_AttributeList_GetCommRef(attrs, s->attr_comm, &comm) == OTF2_SUCCESS && s->match) {
+      OTF2_AttributeList_GetCommRef(attrs, s->attr_comm, &comm) == OTF2_SUCCESS &&
+      (s->match || s->stream)) {
     PostedRecv p;
     p.u.loc = li;
     p.u.event = s->Index(li);
@@ -343,7 +369,12 @@ OTF2_CallbackCode EvIrecvRequest(INVMW_EVT_HEAD, uint64_t req) {
     p.u.post_time = e.time;
     p.u.wildcard = src < 0 || tag < 0 || p.u.peer < 0;
     p.seq = s->seq;
-    s->posted[{rank, req}] = p;  // a persistent request's new start replaces its last one
+    if (s->stream) {
+      s->held_posted = true;
+      s->held_post = p.u;
+    } else {
+      s->posted[{rank, req}] = p;  // a persistent request's new start replaces its last one
+    }
   }
   return OTF2_CALLBACK_SUCCESS;
 }
@@ -444,7 +475,12 @@ OTF2_CallbackCode EvMetric(INVMW_EVT_HEAD, OTF2_MetricRef metric, uint8_t n, con
     m.values.push_back(types[i] == OTF2_TYPE_DOUBLE  ? values[i].floating_point
                        : types[i] == OTF2_TYPE_INT64 ? double(values[i].signed_int)
                                                      : double(values[i].unsigned_int));
-  if (it != st->metric_loc_index.end())
+  if (st->stream) {
+    st->Deliver();  // keeps the time order between events and metrics
+    const bool on_metric_location = it != st->metric_loc_index.end();
+    if (st->stream->metric)
+      st->stream->metric(on_metric_location, on_metric_location ? it->second : thread->second, m);
+  } else if (it != st->metric_loc_index.end())
     st->t->metric_locations[it->second].samples.push_back(std::move(m));
   else  // synchronous: counters at an MPI call's entry or exit, on the calling thread
     st->t->locations[thread->second].metrics.push_back(std::move(m));
@@ -677,22 +713,36 @@ void OpenLocation(OTF2_Reader* reader, const std::string& path, bool defs_open, 
 
 // Selects the locations of the given ranks and opens their events; local definitions carry the
 // clock offsets, so they are read before the events.
+// A StreamOptions selection instead of ranks when `stream` is set.
 void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
                    const std::vector<char>& rank_wanted, bool keep_events = true,
-                   bool metrics = true) {
-  auto wanted = [&](int32_t rank) {
+                   bool metrics = true, const StreamOptions* stream = nullptr) {
+  auto wanted_rank = [&](int32_t rank) {
     return rank >= 0 && size_t(rank) < rank_wanted.size() ? rank_wanted[size_t(rank)] != 0
                                                           : rank_wanted.back() != 0;
   };
-  for (const auto& l : t->locations)
-    if (wanted(l.rank)) Check(OTF2_Reader_SelectLocation(reader, l.id), path, "SelectLocation");
-  for (const auto& m : t->metric_locations)
-    if (metrics && wanted(m.rank))
-      Check(OTF2_Reader_SelectLocation(reader, m.id), path, "SelectLocation");
+  auto selected = [](const std::vector<char>& mask, size_t i) {
+    return mask.empty() || (i < mask.size() && mask[i]);
+  };
+  auto wanted = [&](size_t i) {
+    return stream ? selected(stream->locations, i) : wanted_rank(t->locations[i].rank);
+  };
+  auto wanted_metric = [&](size_t i) {
+    return stream ? selected(stream->metric_locations, i)
+                  : metrics && wanted_rank(t->metric_locations[i].rank);
+  };
+  for (size_t i = 0; i < t->locations.size(); ++i)
+    if (wanted(i))
+      Check(OTF2_Reader_SelectLocation(reader, t->locations[i].id), path, "SelectLocation");
+  for (size_t i = 0; i < t->metric_locations.size(); ++i)
+    if (wanted_metric(i))
+      Check(OTF2_Reader_SelectLocation(reader, t->metric_locations[i].id), path, "SelectLocation");
   const bool defs_open = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
   Check(OTF2_Reader_OpenEvtFiles(reader), path, "OpenEvtFiles");
-  for (auto& l : t->locations) {
-    if (!wanted(l.rank)) continue;
+  for (size_t i = 0; i < t->locations.size(); ++i) {
+    auto& l = t->locations[i];
+    if (!wanted(i)) continue;
+    if (stream) l.event_count = 0;
     double u = 0;
     OpenLocation(reader, path, defs_open, l.id, l.declared_events, &u);
     if (t->timer_resolution) l.clock_uncertainty_s = u / double(t->timer_resolution);
@@ -705,8 +755,9 @@ void OpenLocations(OTF2_Reader* reader, const std::string& path, Trace* t,
     } catch (const std::exception&) {
     }
   }
-  for (const auto& m : t->metric_locations) {
-    if (!metrics || !wanted(m.rank)) continue;
+  for (size_t i = 0; i < t->metric_locations.size(); ++i) {
+    const auto& m = t->metric_locations[i];
+    if (!wanted_metric(i)) continue;
     double u = 0;
     OpenLocation(reader, path, defs_open, m.id, m.declared_events, &u);
   }
@@ -787,7 +838,7 @@ struct ReaderCloser {
 // (a rank's threads together: a receive may be posted on one and completed on another), into
 // those locations of *s->t (no other thread touches them) and its own matching lists.
 void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s,
-              bool metrics = true) {
+              bool metrics = true, const StreamOptions* stream = nullptr) {
   OTF2_Reader* reader = OpenArchiveForReading(path);
   ReaderCloser closer{reader};
   // The reader needs the global definitions read before it reads events; their content is
@@ -801,7 +852,7 @@ void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s,
   s->attr_comm = d.attr_comm;
   s->attr_coalesced = d.attr_coalesced;
   s->attr_cut_off = d.attr_cut_off;
-  OpenLocations(reader, path, s->t, ranks, s->keep_events, metrics);
+  OpenLocations(reader, path, s->t, ranks, s->keep_events, metrics, stream);
   ReadEvents(reader, path, s);
 }
 
@@ -904,6 +955,51 @@ void StreamRankEvents(const Trace& t, int32_t rank,
   std::vector<char> mask(size_t(max_rank + 1) + 1, 0);
   mask[rank >= 0 && rank <= max_rank ? size_t(rank) : mask.size() - 1] = 1;
   ReadPart(t.path, mask, &s, /*metrics=*/false);
+}
+
+Trace ReadTraceDefinitions(const std::string& path) {
+  Trace t;
+  t.path = path;
+  State s;
+  s.t = &t;
+  {
+    OTF2_Reader* reader = OpenArchiveForReading(path);
+    ReaderCloser closer{reader};
+    ReadProperties(reader, &t);
+    ReadGlobalDefs(reader, path, &s);
+  }
+  AssignRanks(&s);
+  t.events_streamed = true;
+  return t;
+}
+
+void StreamTrace(Trace* t, const StreamOptions& options) {
+  State s;
+  s.t = t;
+  s.keep_events = false;
+  s.match = false;
+  s.stream = &options;
+  for (size_t i = 0; i < t->locations.size(); ++i) s.loc_index[t->locations[i].id] = i;
+  for (size_t i = 0; i < t->metric_locations.size(); ++i)
+    s.metric_loc_index[t->metric_locations[i].id] = i;
+  s.open_enters.resize(t->locations.size());
+  s.current.resize(t->locations.size());
+  s.pending.assign(t->locations.size(), 0);
+  s.entered.resize(t->locations.size());
+  // Locations that declare no events have no event reader: with only those there is nothing
+  // to read (OTF2 has no global reader over none).
+  auto selected = [](const std::vector<char>& mask, size_t i) {
+    return mask.empty() || (i < mask.size() && mask[i]);
+  };
+  bool any = false;
+  for (size_t i = 0; i < t->locations.size(); ++i)
+    if (selected(options.locations, i)) {
+      t->locations[i].event_count = 0;
+      any |= t->locations[i].declared_events > 0;
+    }
+  for (size_t i = 0; i < t->metric_locations.size(); ++i)
+    any |= selected(options.metric_locations, i) && t->metric_locations[i].declared_events > 0;
+  if (any) ReadPart(t->path, {1}, &s, /*metrics=*/true, &options);
 }
 
 int DefaultReadThreads() {

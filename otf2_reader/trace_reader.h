@@ -191,6 +191,27 @@ Trace ReadTrace(const std::string& anchor_path, const ReadOptions& options = {})
 // kept. Safe to call from several threads at once (each opens its own OTF2 reader).
 void StreamRankEvents(const Trace& t, int32_t rank,
                       const std::function<void(size_t, const TraceEvent&)>& fn);
+// Streaming reading, for `invmw trace check` and `invmw trace export` on traces larger than
+// memory: ReadTraceDefinitions() reads the definitions only (locations, communicators, regions,
+// metrics, properties; no events, no messages), StreamTrace() then gives the events of the
+// selected locations to `event` one at a time and keeps none of them. The events come in the
+// order the OTF2 reader merges the locations (timestamp order across them; each location's
+// in its own order); `index` is the event's position in its location. `posted` is set for an
+// MpiIrecvRequest carrying invmw's posted_source/tag/comm attributes (loc, event, rank, peer,
+// tag, comm, post_time, wildcard filled in). Metric samples go to `metric` (on a metric
+// location: index into Trace::metric_locations, else into Trace::locations), in the same
+// order. StreamTrace sets the selected locations' event_count, first/last_time and
+// clock_uncertainty_s. Memory: the definitions and, per selected location, its open regions.
+struct StreamOptions {
+  std::vector<char> locations, metric_locations;  // 1: read; empty: all of them
+  std::function<void(size_t loc, uint64_t index, const TraceEvent& e,
+                     const UncompletedRecv* posted)>
+      event;
+  std::function<void(bool on_metric_location, size_t loc, const TraceMetricSample& s)> metric;
+};
+Trace ReadTraceDefinitions(const std::string& anchor_path);
+void StreamTrace(Trace* t, const StreamOptions& options);
+
 // The machine's cores (std::thread::hardware_concurrency), at least 1.
 int DefaultReadThreads();
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -546,6 +547,215 @@ TEST(TraceCheck, WarnsOnANonblockingStartWithoutCompletion) {
   }
   EXPECT_EQ(isend, 1);
   EXPECT_EQ(irecv, 0);  // its receive completed
+}
+
+}  // namespace
+}  // namespace invmw::otf2
+
+namespace invmw::otf2 {
+namespace {
+
+// What `invmw trace check` and `invmw trace export` run (the streaming versions, nothing kept
+// per event) gives what the in-memory CheckTrace and ExportPerfetto give on the same archive:
+// the same report, and the same JSON up to the numbering and order of the message arrows.
+void ExpectStreamingSameAsInMemory(const std::string& dir) {
+  const std::string archive = dir + "/traces.otf2";
+  SCOPED_TRACE(archive);
+  const Trace t = ReadTrace(archive);
+  for (size_t max_listed : {size_t(10), size_t(1)}) {
+    const CheckReport a = CheckTrace(t, max_listed);
+    Trace d = ReadTraceDefinitions(archive);
+    const CheckReport b = CheckTraceStreaming(&d, max_listed);
+    EXPECT_EQ(a.ok, b.ok);
+    EXPECT_EQ(a.failures, b.failures);
+    EXPECT_EQ(a.warnings, b.warnings);
+    EXPECT_EQ(a.by_type, b.by_type);
+    EXPECT_EQ(a.by_rank, b.by_rank);
+    EXPECT_EQ(a.events, b.events);
+    EXPECT_EQ(a.messages, b.messages);
+  }
+  const PerfettoStats sa = ExportPerfetto(t, dir + "/in-memory.json");
+  Trace d = ReadTraceDefinitions(archive);
+  const PerfettoStats sb = ExportPerfettoStreaming(&d, dir + "/streamed.json");
+  EXPECT_EQ(sa.slices, sb.slices);
+  EXPECT_EQ(sa.flows, sb.flows);
+  EXPECT_EQ(sa.slices_with_args, sb.slices_with_args);
+  EXPECT_EQ(sa.counters, sb.counters);
+  // Everything but the arrows in the same order; the arrows as (start, end) pairs without ids.
+  auto split = [](const std::string& path) {
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::vector<std::string> other;
+    std::map<uint64_t, std::pair<std::string, std::string>> by_id;
+    for (auto e : j.at("traceEvents")) {
+      const std::string ph = e.at("ph");
+      if (ph != "s" && ph != "f") {
+        other.push_back(e.dump());
+        continue;
+      }
+      const uint64_t id = e.at("id");
+      e.erase("id");
+      (ph == "s" ? by_id[id].first : by_id[id].second) = e.dump();
+    }
+    std::vector<std::pair<std::string, std::string>> flows;
+    for (auto& [id, f] : by_id) flows.push_back(f);
+    std::sort(flows.begin(), flows.end());
+    return std::make_pair(other, flows);
+  };
+  const auto ja = split(dir + "/in-memory.json"), jb = split(dir + "/streamed.json");
+  EXPECT_EQ(ja.first, jb.first);
+  EXPECT_EQ(ja.second, jb.second);
+}
+
+TEST_F(ConvertedRun, StreamingCheckAndExportAsInMemory) {
+  SyntheticOptions o;
+  o.iterations = 3;
+  o.samples = 5;
+  Make(o, "stream-good");
+  ExpectStreamingSameAsInMemory(dir_);
+}
+
+TEST_F(ConvertedRun, StreamingCheckAndExportAsInMemoryOnDefects) {
+  SyntheticOptions unmatched;
+  unmatched.unmatched_send = true;
+  Make(unmatched, "stream-unmatched");
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  SyntheticOptions crash;
+  crash.crash = true;
+  crash.drift[2] = 0;
+  Make(crash, "stream-crash");
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  dir_ = TempDir("stream-missingrank");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / DefsFileName(1));
+  result_ = ConvertToOtf2(dir_);
+  ExpectStreamingSameAsInMemory(dir_);
+  if (!HasFailure()) fs::remove_all(dir_);
+
+  dir_ = TempDir("stream-missingfile");
+  expected_ = testing::WriteSyntheticRun(dir_);
+  fs::remove(fs::path(dir_) / "raw" / EventsFileName(1, 0));
+  result_ = ConvertToOtf2(dir_);
+  ExpectStreamingSameAsInMemory(dir_);
+}
+
+}  // namespace
+}  // namespace invmw::otf2
+
+#include <otf2/otf2.h>
+
+#include "otf2_writer/otf2_open.h"
+
+namespace invmw::otf2 {
+namespace {
+
+// Two ranks whose archive holds one defect of each kind `trace check` fails on: a receive
+// completing before its send began, sizes that differ, a send and a receive without partner,
+// a Leave of the wrong region, a wrong declared event count. (OTF2's writer refuses a
+// decreasing timestamp, so that defect is not among them.)
+void WriteDefectiveArchive(const std::string& dir) {
+  fs::create_directories(dir);
+  auto check = [](OTF2_ErrorCode rc) { ASSERT_EQ(rc, OTF2_SUCCESS) << OTF2_Error_GetName(rc); };
+  OTF2_Archive* a = OpenArchiveForWriting(dir, "traces", 1 << 20, 1 << 20);
+  check(OTF2_Archive_OpenEvtFiles(a));
+  enum : OTF2_RegionRef { kSend, kRecv, kFinalize };
+  uint64_t counts[2] = {0, 0};
+  for (uint64_t r = 0; r < 2; ++r) {
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(a, r);
+    ASSERT_NE(w, nullptr);
+    uint64_t& n = counts[r];
+    auto call = [&](OTF2_RegionRef g, uint64_t t0, uint64_t t1, auto record) {
+      check(OTF2_EvtWriter_Enter(w, nullptr, t0, g));
+      record();
+      check(OTF2_EvtWriter_Leave(w, nullptr, t1, g));
+      n += 3;
+    };
+    auto send = [&](uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes) {
+      call(kSend, t, t + 10,
+           [&] { check(OTF2_EvtWriter_MpiSend(w, nullptr, t + 5, peer, 0, tag, bytes)); });
+    };
+    auto recv = [&](uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes) {
+      call(kRecv, t, t + 10,
+           [&] { check(OTF2_EvtWriter_MpiRecv(w, nullptr, t + 5, peer, 0, tag, bytes)); });
+    };
+    if (r == 0) {
+      send(100, 1, 5, 64);   // received at 65, before it began: causality
+      send(200, 1, 6, 100);  // received as 50 bytes
+      send(300, 1, 8, 1);    // nobody receives it
+      recv(400, 1, 7, 8);
+      check(OTF2_EvtWriter_Enter(w, nullptr, 900, kFinalize));
+      check(OTF2_EvtWriter_Leave(w, nullptr, 910, kFinalize));
+      check(OTF2_EvtWriter_Enter(w, nullptr, 950, kSend));
+      check(OTF2_EvtWriter_Leave(w, nullptr, 960, kRecv));  // not the region entered
+      n += 4;
+    } else {
+      recv(50, 0, 5, 64);
+      recv(230, 0, 6, 50);
+      send(320, 0, 7, 8);
+      recv(500, 0, 11, 4);  // nobody sends it
+    }
+    check(OTF2_Archive_CloseEvtWriter(a, w));
+  }
+  check(OTF2_Archive_CloseEvtFiles(a));
+  check(OTF2_Archive_OpenDefFiles(a));
+  for (uint64_t r = 0; r < 2; ++r)
+    check(OTF2_Archive_CloseDefWriter(a, OTF2_Archive_GetDefWriter(a, r)));
+  check(OTF2_Archive_CloseDefFiles(a));
+  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(a);
+  check(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000, 0, 1000, OTF2_UNDEFINED_TIMESTAMP));
+  OTF2_StringRef next = 0;
+  auto str = [&](const std::string& s) {
+    check(OTF2_GlobalDefWriter_WriteString(g, next, s.c_str()));
+    return next++;
+  };
+  const OTF2_StringRef empty = str("");
+  const char* names[] = {"MPI_Send", "MPI_Recv", "MPI_Finalize"};
+  for (OTF2_RegionRef i = 0; i < 3; ++i)
+    check(OTF2_GlobalDefWriter_WriteRegion(g, i, str(names[i]), empty, empty,
+                                           OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI,
+                                           OTF2_REGION_FLAG_NONE, empty, 0, 0));
+  check(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, str("node"), str("machine"),
+                                                 OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+  const uint64_t members[2] = {0, 1};
+  for (uint64_t r = 0; r < 2; ++r) {
+    check(OTF2_GlobalDefWriter_WriteLocationGroup(g, r, str("rank " + std::to_string(r)),
+                                                  OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                                  OTF2_UNDEFINED_LOCATION_GROUP));
+    // Rank 1 declares an event more than it has.
+    check(OTF2_GlobalDefWriter_WriteLocation(g, r, str("rank " + std::to_string(r) + " main"),
+                                             OTF2_LOCATION_TYPE_CPU_THREAD, counts[r] + r, r));
+  }
+  check(OTF2_GlobalDefWriter_WriteGroup(g, 0, str("locations"), OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                        OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, 2, members));
+  const OTF2_StringRef world = str("MPI_COMM_WORLD");
+  check(OTF2_GlobalDefWriter_WriteGroup(g, 1, world, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                        OTF2_GROUP_FLAG_NONE, 2, members));
+  check(OTF2_GlobalDefWriter_WriteComm(g, 0, world, 1, OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
+  check(OTF2_Archive_Close(a));
+}
+
+TEST(StreamingCheck, FindsTheSameDefectsAsTheInMemoryCheck) {
+  const std::string dir = TempDir("stream-defects");
+  fs::remove_all(dir);
+  WriteDefectiveArchive(dir);
+  if (HasFatalFailure()) return;
+  ExpectStreamingSameAsInMemory(dir);
+  Trace d = ReadTraceDefinitions(dir + "/traces.otf2");
+  const CheckReport r = CheckTraceStreaming(&d);
+  EXPECT_FALSE(r.ok);
+  for (const char* what :
+       {"before its send", "received 50 bytes", "send without a matching receive",
+        "receive without a matching send", "Leave does not match the innermost open region",
+        "definitions declare 13 events"}) {
+    bool found = false;
+    for (const auto& f : r.failures) found |= f.find(what) != std::string::npos;
+    EXPECT_TRUE(found) << "no failure \"" << what << "\"";
+  }
+  if (!HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace
