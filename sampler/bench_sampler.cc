@@ -7,13 +7,17 @@
 // getrusage, one perf_event read, one futex wait) and nothing else: what the kernel and the
 // machine charge for them. A third, "floor wake", a thread that only wakes on that grid (one
 // futex wait): the least any sampler can cost. Between them, "floor fast": the wake plus the
-// calls of the fast tier (getrusage, one perf_event read), what a tick without /proc costs. The
+// calls of the fast tier (getrusage, and the read of the counters the sampler opens where
+// there are no hardware counters: a PERF_FORMAT_GROUP of three software events attached to the
+// main thread, inherited), what a tick without /proc costs. The
 // sampler reads the /proc sources every N-th tick only (sampler/tiers.h); the row "every tick"
 // (INVMW_SAMPLER_SLOW_BUDGET=0) shows what that saves. All shares are CPU time of the thread
 // (CLOCK_THREAD_CPUTIME_ID, i.e. getrusage of that thread) over wall time, so other load on the
 // machine does not count in them. Target at 10 ms (issue 23): under 0.3% of a core, or at most 0.1%
 // above "floor wake", whichever is higher. Then the tier schedule chosen at each interval, per
-// source.
+// source. "open ms" and "close ms" are the sampler thread's one-time CPU costs (opening the
+// deferred sources; the last sample and the files written at Stop), left out of the per-sample
+// and steady columns; "core share" counts everything.
 //
 //   bench_sampler [SECONDS per interval, default 3]
 #include <fcntl.h>
@@ -50,6 +54,7 @@ enum class FloorKind { kAll, kFast, kWake };
 
 Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
   Floor f;
+  const pid_t main_tid = pid_t(syscall(SYS_gettid));
   std::thread t([&] {
     std::vector<int> fds;
     for (const char* p :
@@ -57,12 +62,21 @@ Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
       const int fd = open(p, O_RDONLY | O_CLOEXEC);
       if (fd >= 0) fds.push_back(fd);
     }
-    perf_event_attr pa{};
-    pa.size = sizeof pa;
-    pa.type = PERF_TYPE_SOFTWARE;
-    pa.config = PERF_COUNT_SW_TASK_CLOCK;
-    pa.inherit = 1;
-    const int perf = int(syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    // As sampler/counters_source.cc opens them (from this thread, so it is not counted).
+    int perf = -1;
+    std::vector<int> members;
+    for (uint64_t config :
+         {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_CONTEXT_SWITCHES}) {
+      perf_event_attr pa{};
+      pa.size = sizeof pa;
+      pa.type = PERF_TYPE_SOFTWARE;
+      pa.config = config;
+      pa.inherit = 1;
+      pa.read_format = PERF_FORMAT_GROUP;
+      const int fd =
+          int(syscall(SYS_perf_event_open, &pa, main_tid, -1, perf, PERF_FLAG_FD_CLOEXEC));
+      if (fd >= 0) (perf < 0 ? perf : members.emplace_back()) = fd;
+    }
     int word = 0;
     char buf[4096];
     using Clock = std::chrono::steady_clock;
@@ -85,11 +99,12 @@ Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
           if (pread(fd, buf, sizeof buf, 0) < 0) break;
       rusage ru;
       getrusage(RUSAGE_SELF, &ru);
-      if (perf >= 0 && read(perf, buf, 8) < 0) break;
+      if (perf >= 0 && read(perf, buf, sizeof buf) < 0) break;
       ++f.samples;
     }
     f.cpu_s = ThreadCpu() - cpu0;
     for (int fd : fds) close(fd);
+    for (int fd : members) close(fd);
     if (perf >= 0) close(perf);
   });
   t.join();
@@ -102,8 +117,8 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
   const std::string dir =
       std::filesystem::temp_directory_path() / ("invmw-bench-sampler-" + std::to_string(getpid()));
-  std::printf("%-12s %7s %8s %12s %10s %13s %11s %12s\n", "interval", "metrics", "samples",
-              "thread CPU s", "open ms", "per sample us", "core share", "steady share");
+  std::printf("%-12s %7s %8s %12s %8s %8s %13s %11s %12s\n", "interval", "metrics", "samples",
+              "thread CPU s", "open ms", "close ms", "per sample us", "core share", "steady share");
   struct Run {
     double interval;
     bool every_tick;
@@ -131,14 +146,16 @@ int main(int argc, char** argv) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto st = invmw::sampler::LastStats();
-    // Steady share: without the one-time cost of opening the sources (PAPI initialisation).
-    const double steady = st.thread_cpu_s - st.open_cpu_s;
+    // Steady share: without the one-time costs of opening the sources (PAPI initialisation) and
+    // of the end (the last sample of every source, resources-R.json: 0.2-0.5 ms here, which in
+    // a 5 s run would add about 1 us to every sample).
+    const double steady = st.thread_cpu_s - st.open_cpu_s - st.close_cpu_s;
     std::printf(
-        "%-12s %7zu %8llu %12.4f %10.2f %13.1f %10.3f%% %11.3f%%\n",
+        "%-12s %7zu %8llu %12.4f %8.2f %8.2f %13.1f %10.3f%% %11.3f%%\n",
         (std::to_string(int(interval * 1000)) + " ms" + (run.every_tick ? " all" : "")).c_str(),
         st.num_metrics, (unsigned long long)st.samples, st.thread_cpu_s, st.open_cpu_s * 1e3,
-        st.samples ? steady / double(st.samples) * 1e6 : 0.0, 100.0 * st.thread_cpu_s / wall,
-        100.0 * steady / wall);
+        st.close_cpu_s * 1e3, st.samples ? steady / double(st.samples) * 1e6 : 0.0,
+        100.0 * st.thread_cpu_s / wall, 100.0 * steady / wall);
     if (!run.every_tick) {
       std::string line = std::to_string(int(interval * 1000)) + " ms:";
       for (const auto& t : st.tiers) {
@@ -152,17 +169,18 @@ int main(int argc, char** argv) {
     if (run.every_tick) continue;  // the floors of 10 ms are the rows above
     for (const FloorKind kind : {FloorKind::kAll, FloorKind::kFast, FloorKind::kWake}) {
       const Floor f = MeasureFloor(interval, seconds, kind);
-      std::printf("%-12s %7s %8llu %12.4f %10s %13.1f %10s %11.3f%%\n",
+      std::printf("%-12s %7s %8llu %12.4f %8s %8s %13.1f %10s %11.3f%%\n",
                   kind == FloorKind::kAll    ? "  floor all"
                   : kind == FloorKind::kFast ? "  floor fast"
                                              : "  floor wake",
-                  "-", (unsigned long long)f.samples, f.cpu_s, "-",
+                  "-", (unsigned long long)f.samples, f.cpu_s, "-", "-",
                   f.samples ? f.cpu_s / double(f.samples) * 1e6 : 0.0, "-",
                   100.0 * f.cpu_s / seconds);
     }
   }
   std::printf(
-      "\ntier schedule (source(tier) every N samples, least measured cost of a reading):\n");
+      "\ntier schedule (source(tier) every N samples, the cost of a reading N was planned from: "
+      "median of the recent ones):\n");
   for (const auto& l : schedules) std::printf("  %s\n", l.c_str());
   std::filesystem::remove_all(dir);
   return 0;

@@ -280,6 +280,7 @@ class Sampler {
     s.interval_s = interval_s_;
     s.thread_cpu_s = thread_cpu_s_;
     s.open_cpu_s = open_cpu_s_;
+    s.close_cpu_s = close_cpu_s_;
     s.num_metrics = metrics_.size();
     s.wrote_resources = wrote_resources_;
     for (const auto& a : active_)
@@ -304,30 +305,35 @@ class Sampler {
     bool based = false;  // its first reading (the base of its accumulated metrics) is taken
     // Its tier schedule (tiers.h): read on the ticks where Due(every, phase, tick).
     uint32_t every = 1, phase = 0;
-    bool fixed = false;  // N from INVMW_SAMPLER_EVERY
-    double cost_s = 0;   // least measured time of one full reading (0: not measured yet)
-    uint32_t timed = 0;  // readings measured
-    uint64_t reads = 0;  // full readings
+    bool fixed = false;          // N from INVMW_SAMPLER_EVERY
+    double cost_s = 0;           // the cost N was planned from (0: not measured yet)
+    tiers::CostEstimate cost{};  // its full readings' measured times (slow sources)
+    uint64_t reads = 0;          // full readings
   };
 
   // N and the offsets of the slow sources from their measured costs (tiers.h). Fixed ones
   // (INVMW_SAMPLER_EVERY) count in the budget's division all the same: they take their share.
-  void Plan() {
+  // settle: a re-planning during the run, which keeps an N that moved by an eighth or less.
+  void Plan(bool settle = false) {
     size_t num_slow = 0;
     for (const auto& a : active_) num_slow += a.spec->tier == Tier::kSlow;
     const uint32_t max_every = tiers::MaxEvery(cfg_.SAMPLER_SLOW_MAX, interval_s_);
     size_t k = 0;
     for (auto& a : active_) {
+      const size_t slow_index = a.spec->tier == Tier::kSlow ? k++ : 0;
       auto it = every_.find(a.spec->name);
+      uint32_t every = 1;
       if (it != every_.end()) {
-        a.every = it->second, a.fixed = true;
-      } else if (a.spec->tier == Tier::kFast) {
-        a.every = 1;
-      } else {
-        a.every = tiers::ChooseEvery(a.cost_s, interval_s_, cfg_.SAMPLER_SLOW_BUDGET, num_slow,
-                                     max_every);
+        every = it->second, a.fixed = true;
+      } else if (a.spec->tier == Tier::kSlow) {
+        const double cost = a.cost.Median();
+        every =
+            tiers::ChooseEvery(cost, interval_s_, cfg_.SAMPLER_SLOW_BUDGET, num_slow, max_every);
+        if (settle && !tiers::Settle(a.every, every)) continue;
+        a.cost_s = cost;
       }
-      a.phase = tiers::Phase(a.spec->tier == Tier::kSlow ? k++ : 0, a.every);
+      a.every = every;
+      a.phase = tiers::Phase(slow_index, a.every);
     }
   }
 
@@ -472,54 +478,65 @@ class Sampler {
     streamer_->SendNames(metrics_);
   }
 
-  void TakeSample(bool all = false) {
-    const uint64_t t = Now();
+  // raw: clock::Ticks() when the caller has just read it (the loop, right after waking), so a
+  // tick stamps its sample with the one clock reading it makes.
+  void TakeSample(bool all = false, uint64_t raw = 0) {
+    if (!raw) raw = clock::Ticks();
+    const uint64_t t = opt_.trace_time ? opt_.trace_time(raw) : raw;
     ReadSources(t, all);
     Emit(t);
   }
 
   // The sources due on this tick (tiers.h; the tick is the index of the sample being taken),
   // or all of them. A source's first reading is the base of its accumulated metrics; before it
-  // (a deferred source not yet open) its values are 0. The first few full readings of a slow
-  // source are timed (rdtsc, cheap) and its N re-planned from the least of them: the first
-  // reading pays for cold caches, and one that was preempted would overstate the cost.
+  // (a deferred source not yet open) its values are 0. The full readings of a slow source are
+  // timed (rdtsc, a few nanoseconds); its N is planned from the median of the recent ones
+  // (tiers::CostEstimate) after each of its first four readings and re-planned once a second.
   void ReadSources(uint64_t t, bool all) {
-    constexpr uint32_t kTimed = 4;
+    constexpr uint64_t kFirst = 4;
     bool replan = false;
     for (auto& a : active_) {
       if (!all && a.based && !tiers::Due(a.every, a.phase, samples_)) {
         if (a.spec->fast_part) a.src->ReadFast(&raw_[a.first]);
         continue;
       }
-      if (a.spec->tier == Tier::kSlow && a.timed < kTimed) {
+      if (a.spec->tier == Tier::kSlow) {
         const uint64_t t0 = clock::Ticks();
         a.src->Read(&raw_[a.first]);
-        const double c = double(clock::Ticks() - t0) / tps_;
-        a.cost_s = a.timed++ == 0 ? c : std::min(a.cost_s, c);
-        replan = replan || !a.fixed;
+        a.cost.Add(double(clock::Ticks() - t0) / tps_);
+        replan = replan || (!a.fixed && a.cost.count() <= kFirst);
       } else {
         a.src->Read(&raw_[a.first]);
       }
       ++a.reads;
-      if (a.based) continue;
-      a.based = true;
-      std::copy(raw_.begin() + long(a.first), raw_.begin() + long(a.first + a.count),
-                base_.begin() + long(a.first));
-      if (samples_ > 0)
-        std::fill(metric_start_.begin() + long(a.first),
-                  metric_start_.begin() + long(a.first + a.count), t);
+      if (!a.based) Base(a, t);
     }
     if (replan) Plan();
   }
 
+  // A source's first reading: the base its accumulated metrics count from. Absolute metrics
+  // get a base of 0, so that Emit subtracts without looking at the definitions.
+  void Base(Active& a, uint64_t t) {
+    a.based = true;
+    for (size_t i = a.first; i < a.first + a.count; ++i)
+      base_[i] = metrics_[i].accumulated ? raw_[i] : 0.0;
+    if (samples_ > 0)
+      std::fill(metric_start_.begin() + long(a.first),
+                metric_start_.begin() + long(a.first + a.count), t);
+  }
+
+  // Appends the sample's record to the buffer written once a second, in place: a tick after
+  // 10 ms asleep finds every cache line cold, so it touches only the values (not the metric
+  // definitions) and copies them once.
   void Emit(uint64_t t) {
-    for (size_t i = 0; i < raw_.size(); ++i)
-      out_[i] = metrics_[i].accumulated ? raw_[i] - base_[i] : raw_[i];
-    samples::SampleRecordHead head{t, samples_};
-    std::memcpy(record_.data(), &head, sizeof head);
-    std::memcpy(record_.data() + sizeof head, out_.data(), 8 * out_.size());
-    pending_.insert(pending_.end(), record_.begin(), record_.end());
-    if (streamer_) streamer_->SendSample(samples_, t, out_.data(), out_.size());
+    const size_t n = raw_.size();
+    for (size_t i = 0; i < n; ++i) out_[i] = raw_[i] - base_[i];
+    const samples::SampleRecordHead head{t, samples_};
+    const size_t at = pending_.size();
+    pending_.resize(at + sizeof head + 8 * n);  // capacity reserved: no allocation per tick
+    std::memcpy(pending_.data() + at, &head, sizeof head);
+    std::memcpy(pending_.data() + at + sizeof head, out_.data(), 8 * n);
+    if (streamer_) streamer_->SendSample(samples_, t, out_.data(), n);
     ++samples_;
   }
 
@@ -551,6 +568,7 @@ class Sampler {
     }
     if (s == interval_s_) return;
     interval_s_ = s;
+    ReservePending();
     Plan();  // N counts ticks: the same budget and longest gap need another N
     Line({{"type", "interval"}, {"ticks", Now()}, {"interval_s", s}});
   }
@@ -577,14 +595,13 @@ class Sampler {
       // Not at once: Start returns from inside MPI_Init, and on a node whose cores the ranks
       // fill, PAPI's start-up (milliseconds of CPU) would take the core from the application's
       // thread before it has left MPI_Init. A run that ends sooner has no deferred sources.
-      const auto delay = std::min<std::chrono::nanoseconds>(
-          std::chrono::nanoseconds(int64_t(interval_s_ * 1e9)), std::chrono::milliseconds(10));
-      if (!SleepUntil(std::chrono::steady_clock::now() + delay)) OpenSources(true);
+      const int64_t delay = std::min<int64_t>(StepNs(), 10000000);
+      if (!SleepUntil(clock::MonotonicNs() + delay)) OpenSources(true);
     }
     raw_.resize(metrics_.size(), 0.0);
     base_.resize(metrics_.size(), 0.0);
     out_.assign(metrics_.size(), 0.0);
-    record_.resize(sizeof(samples::SampleRecordHead) + 8 * metrics_.size());
+    ReservePending();
     SendStreamInfo();
     Emit(start_ticks_);
     if (before > 0 && metrics_.size() > before) {
@@ -596,44 +613,53 @@ class Sampler {
       WriteSampleHeader();
     }
     open_cpu_s_ = ThreadCpu();
-    using Clock = std::chrono::steady_clock;
     // Samples fall on multiples of the interval of the monotonic clock, which every process of
     // a node shares: the ranks' sampler threads wake together, so ranks that wait for each
     // other are interrupted once per interval rather than one after another.
-    auto aligned = [](Clock::time_point t, std::chrono::nanoseconds step) {
-      return t - (t.time_since_epoch() % step);
-    };
-    auto step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
-    auto next = aligned(Clock::now(), step);
-    auto next_poll = next + std::chrono::seconds(1);
+    //
+    // A tick reads the cycle counter once (its sample's stamp) and not the clock: after 10 ms
+    // asleep a clock_gettime cost 1.9 us here (its vDSO pages and data cold), a rdtsc 0.3 us,
+    // against a budget of 10 us per tick (docs/sampler.md). The monotonic time is derived from
+    // the counter between two readings of the clock a second apart (MonoFromTicks); only when
+    // that says the thread fell behind or woke early is the clock itself read to decide.
+    mono_.Anchor(tps_);
+    int64_t step = StepNs();
+    int64_t next = mono_.ns - mono_.ns % step;
+    uint64_t next_poll = mono_.ticks + uint64_t(tps_);
     while (true) {
-      step = std::chrono::nanoseconds(int64_t(interval_s_ * 1e9));
+      step = StepNs();
       next += step;
-      const auto now = Clock::now();
-      // Fell behind (descheduled) or the interval changed: resume on the grid after now.
-      if (next < now || next - now > step) next = aligned(now, step) + step;
+      int64_t now = mono_.Ns(clock::Ticks());
+      if (next < now || next - now > step) {
+        now = clock::MonotonicNs();
+        // Fell behind (descheduled) or the interval changed: resume on the grid after now.
+        if (next < now || next - now > step) next = now - now % step + step;
+      }
       if (SleepUntil(next)) break;
-      TakeSample();
-      if (Clock::now() >= next_poll) {
+      const uint64_t woke = clock::Ticks();
+      TakeSample(false, woke);
+      if (woke >= next_poll) {
         Flush();
         PollControl();
         SendStreamInfo();
-        next_poll = Clock::now() + std::chrono::seconds(1);
+        Plan(true);  // from the slow sources' recent costs
+        mono_.Anchor(tps_);
+        next_poll = mono_.ticks + uint64_t(tps_);
       }
     }
+    const double loop_end = ThreadCpu();
     TakeSample(true);  // the state at the end, every source, so totals cover the whole run
     Flush();
     Line({{"type", "end"}, {"samples", samples_}, {"end_ticks", Now()}});
     WriteResources();
     thread_cpu_s_ = ThreadCpu();
+    close_cpu_s_ = thread_cpu_s_ - loop_end;
   }
 
-  // Sleeps until `deadline` on the monotonic clock (steady_clock's); true when Stop() was called.
-  // A bare futex wait is one system call per sample where a condition variable's timed wait
-  // made two, and system calls are the sampler's main cost on machines with page-table
-  // isolation (docs/sampler.md).
-  bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
-    const int64_t ns = std::chrono::nanoseconds(deadline.time_since_epoch()).count();
+  // Sleeps until `ns` on the monotonic clock (CLOCK_MONOTONIC, steady_clock's); true when Stop()
+  // was called. A bare futex wait is one system call per sample where a condition variable's
+  // timed wait made two, and system calls are the sampler's main cost (docs/sampler.md).
+  bool SleepUntil(int64_t ns) {
     const timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
     while (!stop_.load(std::memory_order_acquire)) {
       const long r =
@@ -642,13 +668,40 @@ class Sampler {
       if (r == 0 || errno == EAGAIN || errno == EINTR) continue;  // woken, or stop_ changed
       if (errno == ETIMEDOUT) return false;
       // No usable futex (a seccomp filter): sleep in slices short enough to notice Stop().
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) return false;
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          deadline - now, std::chrono::milliseconds(20)));
+      const int64_t now = clock::MonotonicNs();
+      if (now >= ns) return false;
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(ns - now, 20000000)));
     }
     return true;
   }
+
+  int64_t StepNs() const { return int64_t(interval_s_ * 1e9); }
+
+  // Room for a second of records (Flush empties the buffer once a second), so that Emit does
+  // not allocate.
+  void ReservePending() {
+    const double per_second = std::min(1.0 / interval_s_, 1e4) + 16;
+    pending_.reserve((sizeof(samples::SampleRecordHead) + 8 * metrics_.size()) *
+                     size_t(per_second));
+  }
+
+  // CLOCK_MONOTONIC from the cycle counter, re-anchored once a second: the rate from two
+  // anchors at least 0.1 s apart, before that the calibrated one.
+  struct MonoFromTicks {
+    uint64_t ticks = 0;
+    int64_t ns = 0;
+    double ns_per_tick = 0;
+    void Anchor(double tps) {
+      const clock::Anchor a = clock::TakeAnchor();
+      if (ticks && a.ticks > ticks && a.mono_ns - ns >= 100000000)
+        ns_per_tick = double(a.mono_ns - ns) / double(a.ticks - ticks);
+      else if (!(ns_per_tick > 0))
+        ns_per_tick = 1e9 / tps;
+      ticks = a.ticks;
+      ns = a.mono_ns;
+    }
+    int64_t Ns(uint64_t t) const { return ns + int64_t(double(int64_t(t - ticks)) * ns_per_tick); }
+  };
 
   static double ThreadCpu() {
     timespec ts;
@@ -750,11 +803,12 @@ class Sampler {
   std::vector<std::string> metric_source_;
   std::vector<uint64_t> metric_start_;  // ticks of a deferred metric's first reading, else 0
   std::vector<double> raw_, base_, out_;
-  std::vector<char> record_, pending_;
+  std::vector<char> pending_;  // records not written yet
+  MonoFromTicks mono_;
   uint64_t samples_ = 0, start_ticks_ = 0;
   std::string last_control_;
   std::map<std::string, uint32_t> every_;  // INVMW_SAMPLER_EVERY
-  double thread_cpu_s_ = 0, open_cpu_s_ = 0;
+  double thread_cpu_s_ = 0, open_cpu_s_ = 0, close_cpu_s_ = 0;
   bool wrote_resources_ = false;
   std::thread thread_;
   std::mutex mu_;

@@ -72,13 +72,14 @@ struct Stats {
   double interval_s = 0;
   double thread_cpu_s = 0;  // CPU time of the sampling thread itself (after Stop)
   double open_cpu_s = 0;    // of which opening the sources (PAPI initialisation, files)
+  double close_cpu_s = 0;   // and the end: the last sample, resources-R.json (at Stop)
   size_t num_metrics = 0;
   bool wrote_resources = false;  // Stop created raw/resources-R.json
   // Per open source, its tier schedule (sampler/tiers.h) at the end.
   struct SourceTier {
     std::string source, tier;  // tier: "fast" or "slow"
     uint32_t every = 1, phase = 0;
-    double cost_s = 0;   // least measured time of one full reading (slow sources)
+    double cost_s = 0;   // one full reading's cost N was planned from (slow sources; tiers.h)
     uint64_t reads = 0;  // full readings, the first and last sample included
     bool fixed = false;  // N from INVMW_SAMPLER_EVERY
   };

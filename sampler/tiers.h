@@ -12,6 +12,7 @@
 // Pure functions, so the schedule is tested without clocks.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -52,6 +53,40 @@ inline bool Due(uint32_t every, uint32_t phase, uint64_t tick) {
 // The offset of the k-th slow source: consecutive sources land on consecutive ticks.
 inline uint32_t Phase(size_t k, uint32_t every) {
   return every <= 1 ? 0 : uint32_t(k % every);
+}
+
+// The cost of one reading of a slow source, from its most recent readings (rdtsc around Read).
+// Why the median of the last few and not the least: after a tick's sleep the caches are cold,
+// and a typical reading cost twice the least of the first four here (node_cpu 16-20 us against
+// 13), so N planned from the least let the slow sources take twice their budget. The median
+// still ignores a reading that was preempted, and recent readings follow a cost that changes
+// with the machine's load.
+class CostEstimate {
+ public:
+  static constexpr size_t kRecent = 8;
+  void Add(double seconds) { recent_[n_++ % kRecent] = seconds; }
+  uint64_t count() const { return n_; }
+  // 0 before the first reading; of an even number of readings, the lower middle one.
+  double Median() const {
+    const size_t k = n_ < kRecent ? size_t(n_) : kRecent;
+    if (k == 0) return 0;
+    double v[kRecent];
+    std::copy(recent_, recent_ + k, v);
+    std::nth_element(v, v + (k - 1) / 2, v + k);
+    return v[(k - 1) / 2];
+  }
+
+ private:
+  double recent_[kRecent] = {};
+  uint64_t n_ = 0;
+};
+
+// Whether a re-planned N replaces the current one during the run: only when it moved by more
+// than an eighth, so that the noise of measured costs does not shift a source's ticks at every
+// re-planning (once a second).
+inline bool Settle(uint32_t current, uint32_t planned) {
+  const uint64_t diff = planned > current ? planned - current : current - planned;
+  return diff * 8 > current;
 }
 
 // INVMW_SAMPLER_EVERY: "name=N" items (N >= 1). Returns false with *error naming the bad item.

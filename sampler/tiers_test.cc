@@ -59,6 +59,39 @@ TEST(Tiers, WhichSourcesOnWhichTick) {
   EXPECT_EQ(tiers::Phase(7, 1), 0u);
 }
 
+TEST(Tiers, CostFromRecentReadings) {
+  // Readings of node_cpu at 10 ms as measured here: one cheap outlier (13 us), one preempted
+  // (90 us), the rest 18-22 us. N comes from the typical reading, not the least (which made the
+  // slow sources take twice their budget) nor the preempted one.
+  tiers::CostEstimate c;
+  EXPECT_EQ(c.Median(), 0);
+  for (double us : {13.0, 20.0, 21.0, 90.0, 19.0, 22.0, 20.0, 18.0}) c.Add(us * 1e-6);
+  EXPECT_EQ(c.count(), 8u);
+  EXPECT_DOUBLE_EQ(c.Median(), 20e-6);
+  EXPECT_EQ(tiers::ChooseEvery(c.Median(), 0.010, 250e-6, 4, 100), 32u);
+  // Only the last kRecent count: the cost follows the machine's load.
+  for (int i = 0; i < 8; ++i) c.Add(40e-6);
+  EXPECT_DOUBLE_EQ(c.Median(), 40e-6);
+  // Of an even number, the lower middle one; a single reading is its own estimate.
+  tiers::CostEstimate d;
+  d.Add(30e-6);
+  EXPECT_DOUBLE_EQ(d.Median(), 30e-6);
+  d.Add(10e-6);
+  EXPECT_DOUBLE_EQ(d.Median(), 10e-6);
+}
+
+TEST(Tiers, SettleKeepsSmallChanges) {
+  // A re-planned N replaces the current one only when it moved by more than an eighth.
+  EXPECT_FALSE(tiers::Settle(32, 32));
+  EXPECT_FALSE(tiers::Settle(32, 36));
+  EXPECT_FALSE(tiers::Settle(32, 28));
+  EXPECT_TRUE(tiers::Settle(32, 37));
+  EXPECT_TRUE(tiers::Settle(32, 27));
+  EXPECT_TRUE(tiers::Settle(4, 5));
+  EXPECT_TRUE(tiers::Settle(1, 2));
+  EXPECT_FALSE(tiers::Settle(1, 1));
+}
+
 TEST(Tiers, ParseEvery) {
   std::map<std::string, uint32_t> m;
   std::string e;
