@@ -141,9 +141,11 @@ std::map<std::string, std::vector<std::string>> ProbeCommands(const ProbeSetting
       "--replications",        s.replications};
   if (!s.pp_max_time.empty()) pp.insert(pp.end(), {"--max-time", s.pp_max_time});
   cmds["pingpong"] = mpi(2, pp);
-  cmds["barrier"] =
-      mpi(std::atoi(s.bar_ranks.c_str()),
-          {bin + "/probe-barrier", "--reps", s.bar_reps, "--replications", s.replications});
+  std::vector<std::string> bar = {bin + "/probe-barrier", "--reps", s.bar_reps, "--replications",
+                                  s.replications};
+  if (std::atol(s.bar_compute_us.c_str()) > 0)
+    bar.insert(bar.end(), {"--compute-us", s.bar_compute_us, "--rounds", s.bar_rounds});
+  cmds["barrier"] = mpi(std::atoi(s.bar_ranks.c_str()), bar);
   std::vector<std::string> kern = {
       bin + "/probe-kernels", "--n",          s.n,          "--rc",      s.rc, "--reps", s.k_reps,
       "--replications",       s.replications, "--min-time", s.k_min_time};
