@@ -216,9 +216,9 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   // b5: barrier.
   if (s.barrier.empty()) throw ProbeError("probe-barrier gave no measurement (b5)");
   Summary bar = Summarize(s.barrier);
-  const std::string loop_text = "probe-barrier: mean time per MPI_Barrier of " +
-                                std::to_string(s.barrier_ranks) + " ranks in a tight loop, " +
-                                Spread(bar) + command("barrier") + ", " + c.where + ", " + c.date;
+  const std::string loop_text = "probe-barrier: mean time per MPI_Barrier in a tight loop of " +
+                                std::to_string(s.barrier_ranks) + " ranks, " + Spread(bar) +
+                                command("barrier") + ", " + c.where + ", " + c.date;
   if (s.barrier_stall.empty()) {
     t.parameters.push_back({"b5", bar.mean, "s", loop_text, bar.std_error});
   } else {
