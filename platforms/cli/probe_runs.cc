@@ -108,6 +108,22 @@ void CheckPooled(const std::string& f, const ProbeSamples& before, const ProbeSa
     throw ProbeError("--from-raw " + f + ": its barrier ran on " +
                      std::to_string(now.barrier_ranks) + " ranks, an earlier file's on " +
                      std::to_string(before.barrier_ranks));
+  // A stall-aware b5 averaged with tight-loop barriers, or over other compute phases, would be
+  // neither (issue 20).
+  if (!before.barrier.empty() && now.barrier.size() > before.barrier.size()) {
+    const bool had = !before.barrier_stall.empty(),
+               has = now.barrier_stall.size() > before.barrier_stall.size();
+    if (had != has)
+      throw ProbeError("--from-raw " + f + ": its barrier ran " + (has ? "with" : "without") +
+                       " --compute-us, an earlier file's " + (had ? "with" : "without") +
+                       " (another --barrier-compute-us)");
+    if (had && now.barrier_compute_us != before.barrier_compute_us)
+      throw ProbeError("--from-raw " + f + ": its barrier ran with --compute-us " +
+                       std::to_string(static_cast<long long>(now.barrier_compute_us)) +
+                       ", an earlier file's with " +
+                       std::to_string(static_cast<long long>(before.barrier_compute_us)) +
+                       " (another --barrier-compute-us)");
+  }
   for (const auto& [k, units] : now.kernel_units) {
     auto it = before.kernel_units.find(k);
     if (it != before.kernel_units.end() && it->second != units)
