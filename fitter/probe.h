@@ -7,7 +7,10 @@
 //   a1, b1  fit of the ping-pong model t = b1 + bytes/a1 (fitter/models/pingpong.toml, MB =
 //           10^6 bytes) to every (size, replication) mean, relative-error weighting so small and
 //           large messages count alike; std_error from the fit.
-//   b5      mean time per barrier over the replications.
+//   b5      mean time per synchronization after a compute phase (probe-barrier --compute-us:
+//           rank 0's exit minus the last rank's entry, quota stalls included; issue 20) over the
+//           replications; from the tight-loop barrier time when the records have no such
+//           figure. The tight-loop mean is kept as measures.barrier_loop.
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
 // the source text gives the spread (min..max), the counts and the commands. The kernel times are
@@ -37,7 +40,9 @@ struct ProbeSamples {
     int replication;
   };
   std::vector<PingPong> pingpong;
-  std::vector<double> barrier;  // per-barrier mean of each replication
+  std::vector<double> barrier;        // per-barrier mean of each replication
+  std::vector<double> barrier_stall;  // stall-aware mean of each replication (--compute-us)
+  double barrier_compute_us = 0;      // their mean compute phase, for the record
   int barrier_ranks = 0;
   std::map<std::string, std::vector<double>> kernels;  // "pair_check" -> per-unit means
   std::map<std::string, double> kernel_units;          // units per call, for the record

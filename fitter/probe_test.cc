@@ -88,6 +88,40 @@ TEST(Probe, EstimatesEveryParameterWithSpreadAndSource) {
   EXPECT_NEAR(back.Parameter("a1")->value, a1->value, 1e-6 * a1->value);
 }
 
+// probe-barrier --compute-us (issue 20): b5 is the stall-aware time per synchronization, the
+// tight-loop barrier time stays as measures.barrier_loop; old records without it keep b5 as
+// before (the test above).
+TEST(Probe, StallAwareBarrierGivesB5AndKeepsTheLoopTime) {
+  std::string text = ProbeText(500, 2e-6, 5e-6, 1), stall;
+  std::istringstream in(text);
+  int k = 0;
+  for (std::string l; std::getline(in, l);) {
+    if (l.find(R"("probe":"barrier")") != std::string::npos) {
+      l.pop_back();  // the closing brace
+      l += R"(,"compute_us":4000,"rounds":200,"stall_mean_s":)" +
+           std::to_string(0.001 * (1 + k++)) + R"(,"stall_max_s":0.02})";
+    }
+    stall += l + "\n";
+  }
+  ProbeSamples s;
+  ParseProbeLines(stall, "probe.out", &s);
+  ASSERT_EQ(s.barrier_stall.size(), 3u);
+  PlatformTable t = EstimatePlatform(s, Context());
+  const TableValue* b5 = t.Parameter("b5");
+  ASSERT_TRUE(b5);
+  EXPECT_NEAR(b5->value, 0.002, 1e-12);  // mean of 1, 2, 3 ms
+  EXPECT_NEAR(b5->std_error, 0.001 / std::sqrt(3.0), 1e-12);
+  EXPECT_NE(b5->source.find("probe-barrier --compute-us 4000"), std::string::npos) << b5->source;
+  const TableValue* loop = t.Measure("barrier_loop");
+  ASSERT_TRUE(loop);
+  EXPECT_DOUBLE_EQ(loop->value, 5e-6);
+  EXPECT_NE(loop->source.find("tight loop"), std::string::npos) << loop->source;
+  // What is written reads back.
+  PlatformTable back = ParsePlatformTable(FormatPlatformTable(t), "node.toml");
+  EXPECT_NEAR(back.Parameter("b5")->value, 0.002, 1e-9);
+  ASSERT_TRUE(back.Measure("barrier_loop"));
+}
+
 // Separate probe runs (the pipeline's rounds, each from its own --raw file) pool into one table
 // whose replications are all of theirs.
 TEST(Probe, RunsPoolTheirReplications) {

@@ -192,6 +192,22 @@ def test_probe(a, tmp):
     e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
              '--from-raw', raws[0], '--from-raw', raws[2]], expect=2).stderr
     check('other.jsonl' in e and 'another --n or --rc' in e, 'files of another --n are refused: ' + e)
+    # Issue 20: a stall-aware barrier pools only with the same --barrier-compute-us.
+    for name, change in (('loop', lambda r: {k: v for k, v in r.items()
+                                             if k not in ('compute_us', 'rounds', 'stall_mean_s',
+                                                          'stall_max_s')}),
+                         ('us', lambda r: dict(r, compute_us=r['compute_us'] + 1))):
+        f = os.path.join(tmp, name + '.jsonl')
+        with open(f, 'w') as out:
+            for l in open(raws[1]):
+                r = json.loads(l) if l.startswith('{') else None
+                if r and r.get('probe') == 'barrier':
+                    r = change(r)
+                out.write(json.dumps(r) + '\n' if r else l)
+        e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
+                 '--from-raw', raws[0], '--from-raw', f], expect=2).stderr
+        check(f'{name}.jsonl' in e and 'another --barrier-compute-us' in e,
+              f'a barrier of another --barrier-compute-us ({name}) is refused: ' + e)
     empty = os.path.join(tmp, 'empty.jsonl')
     open(empty, 'w').write('launcher chatter only\n')
     e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),

@@ -51,6 +51,11 @@ Args ProbeArgs(ProbeSettings* s) {
               " for slow networks)")
       .Option("--barrier-reps", "R", &s->bar_reps, "barriers per measurement (default 1000)")
       .Option("--barrier-ranks", "P", &s->bar_ranks, "ranks in the barrier probe (default 2)")
+      .Option("--barrier-compute-us", "US", &s->bar_compute_us,
+              "b5 from synchronizations after random compute phases of about US microseconds "
+              "(quota stalls included; default 2000; 0: b5 from the tight loop)")
+      .Option("--barrier-rounds", "N", &s->bar_rounds,
+              "synchronizations per measurement with --barrier-compute-us (default 200)")
       .Option("--n", "N", &s->n, "mass centers of the kernels' system (default 2000)")
       .Option("--rc", "RC", &s->rc, "cut-off of the kernels' pair list, Angstrom (default 10)")
       .Option("--kernel-reps", "R", &s->k_reps, "kernel calls per measurement (default 3)")
@@ -93,6 +98,7 @@ bool CheckSettings(ProbeSettings* s, std::string* error) {
         {"--pingpong-reps", &s->pp_reps},
         {"--barrier-reps", &s->bar_reps},
         {"--barrier-ranks", &s->bar_ranks},
+        {"--barrier-rounds", &s->bar_rounds},
         {"--n", &s->n},
         {"--kernel-reps", &s->k_reps}}) {
     char* end = nullptr;
@@ -107,6 +113,13 @@ bool CheckSettings(ProbeSettings* s, std::string* error) {
     double x = std::strtod(v->c_str(), &end);
     if (!v->empty() && (*end != '\0' || !(x >= 0)))
       return fail(std::string(opt) + " '" + *v + "': expected a number of seconds");
+  }
+  {
+    char* end = nullptr;
+    long x = std::strtol(s->bar_compute_us.c_str(), &end, 10);
+    if (s->bar_compute_us.empty() || *end != '\0' || x < 0 || x > 10000000)
+      return fail("--barrier-compute-us '" + s->bar_compute_us +
+                  "': expected microseconds, 0..10000000");
   }
   if (std::atoi(s->bar_ranks.c_str()) < 2) return fail("--barrier-ranks must be at least 2");
   if (s->out.empty()) s->out = fit::PlatformTablesDir(s->tables_dir) + "/" + s->name + ".toml";

@@ -108,6 +108,22 @@ void CheckPooled(const std::string& f, const ProbeSamples& before, const ProbeSa
     throw ProbeError("--from-raw " + f + ": its barrier ran on " +
                      std::to_string(now.barrier_ranks) + " ranks, an earlier file's on " +
                      std::to_string(before.barrier_ranks));
+  // A stall-aware b5 averaged with tight-loop barriers, or over other compute phases, would be
+  // neither (issue 20).
+  if (!before.barrier.empty() && now.barrier.size() > before.barrier.size()) {
+    const bool had = !before.barrier_stall.empty(),
+               has = now.barrier_stall.size() > before.barrier_stall.size();
+    if (had != has)
+      throw ProbeError("--from-raw " + f + ": its barrier ran " + (has ? "with" : "without") +
+                       " --compute-us, an earlier file's " + (had ? "with" : "without") +
+                       " (another --barrier-compute-us)");
+    if (had && now.barrier_compute_us != before.barrier_compute_us)
+      throw ProbeError("--from-raw " + f + ": its barrier ran with --compute-us " +
+                       std::to_string(static_cast<long long>(now.barrier_compute_us)) +
+                       ", an earlier file's with " +
+                       std::to_string(static_cast<long long>(before.barrier_compute_us)) +
+                       " (another --barrier-compute-us)");
+  }
   for (const auto& [k, units] : now.kernel_units) {
     auto it = before.kernel_units.find(k);
     if (it != before.kernel_units.end() && it->second != units)
@@ -141,9 +157,11 @@ std::map<std::string, std::vector<std::string>> ProbeCommands(const ProbeSetting
       "--replications",        s.replications};
   if (!s.pp_max_time.empty()) pp.insert(pp.end(), {"--max-time", s.pp_max_time});
   cmds["pingpong"] = mpi(2, pp);
-  cmds["barrier"] =
-      mpi(std::atoi(s.bar_ranks.c_str()),
-          {bin + "/probe-barrier", "--reps", s.bar_reps, "--replications", s.replications});
+  std::vector<std::string> bar = {bin + "/probe-barrier", "--reps", s.bar_reps, "--replications",
+                                  s.replications};
+  if (std::atol(s.bar_compute_us.c_str()) > 0)
+    bar.insert(bar.end(), {"--compute-us", s.bar_compute_us, "--rounds", s.bar_rounds});
+  cmds["barrier"] = mpi(std::atoi(s.bar_ranks.c_str()), bar);
   std::vector<std::string> kern = {
       bin + "/probe-kernels", "--n",          s.n,          "--rc",      s.rc, "--reps", s.k_reps,
       "--replications",       s.replications, "--min-time", s.k_min_time};

@@ -6,6 +6,9 @@
 - On emu-8x25-shm (25% of a core per virtual node) every probed kernel time (a2, a3, a4) is about
   4 times that on emu-2x100-shm (a full core): between 3.2 and 4.8 times, over two probes of
   each taken in alternation.
+- On emu-8x25-shm the stall-aware b5 (probe-barrier --compute-us: rank 0 polls away its 25%
+  quota while the other rank computes, so it is throttled for most arrivals) is at least 0.5 ms
+  and at least the tight-loop barrier time, measures.barrier_loop (issue 20).
 - No cgroup or namespace of the probes is left behind.
 Needs root, a cgroup cpu controller and network namespaces; exits 77 (skipped) otherwise."""
 import argparse
@@ -20,7 +23,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import emulate_test as et  # noqa: E402  (the platform tests' root and leftover checks)
 
 OPTS = ["--replications", "2", "--sizes", "0,1024,65536,262144,1048576", "--pingpong-reps", "20",
-        "--pingpong-max-time", "0.3", "--barrier-reps", "100", "--n", "3000", "--kernel-reps", "2"]
+        "--pingpong-max-time", "0.3", "--barrier-reps", "100", "--n", "3000", "--kernel-reps", "2",
+        "--barrier-compute-us", "2000", "--barrier-rounds", "100"]
 
 
 def probe(invmw, platform, out):
@@ -39,6 +43,8 @@ def probe(invmw, platform, out):
         m = re.match(r"(\w+)\s*=\s*\{\s*value\s*=\s*([-+0-9.eE]+)", line.strip())
         if m and section == "parameters":
             values[m.group(1)] = float(m.group(2))
+        if m and section == "measures":
+            values["measures." + m.group(1)] = float(m.group(2))
     return values
 
 
@@ -58,6 +64,11 @@ def main():
         for i in range(2):
             slow.append(probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, f"slow{i}.toml")))
             full.append(probe(args.invmw, "emu-2x100-shm", os.path.join(tmp, f"full{i}.toml")))
+        for t in slow:
+            et.check("b5" in t and "measures.barrier_loop" in t and t["b5"] >= 5e-4 and
+                     t["b5"] >= t["measures.barrier_loop"],
+                     f"25% of a core: stall-aware b5 {t.get('b5')} s >= 0.5 ms and >= the "
+                     f"tight-loop barrier {t.get('measures.barrier_loop')} s")
         for k in ("a2", "a3", "a4"):
             s, f = [t.get(k) for t in slow], [t.get(k) for t in full]
             ratio = sum(s) / sum(f) if None not in s + f and sum(f) > 0 else float("nan")

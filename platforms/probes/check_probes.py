@@ -76,6 +76,19 @@ def main():
               0 < r.get('mean_s', 0) < 0.05 for r in recs),
           f'probe-barrier: three lines, 3 ranks, 0 < mean_s < 50 ms: {recs}')
 
+    # The stall-aware mode (issue 20): a plain record plus the synchronizations after random
+    # compute phases, measured from the last rank's entry, so never negative on one host.
+    rc, out, err = run([a.launcher, '-np', '3', a.barrier, '--reps', '50', '--replications', '2',
+                        '--compute-us', '300', '--rounds', '20', '--seed', '7'])
+    check(rc == 0, f'probe-barrier --compute-us exit {rc}: {err.strip()}')
+    recs = lines(out, 'probe-barrier --compute-us')
+    check([r.get('replication') for r in recs] == [0, 1] and
+          all(set(r) == {'probe', 'ranks', 'reps', 'replication', 'mean_s', 'compute_us', 'rounds',
+                         'stall_mean_s', 'stall_max_s'} and r['compute_us'] == 300 and
+              r['rounds'] == 20 and r['mean_s'] > 0 and
+              0 <= r['stall_mean_s'] <= r['stall_max_s'] for r in recs),
+          f'probe-barrier --compute-us: the keys, 0 <= stall_mean_s <= stall_max_s: {recs}')
+
     n = 600
     rc, out, err = run([a.kernels, '--n', str(n), '--rc', '8', '--reps', '3',
                         '--replications', '2'])
@@ -96,6 +109,11 @@ def main():
 
     bad = [([a.launcher, '-np', '1', a.pingpong, '--sizes', '1,x'], '--sizes'),
            ([a.launcher, '-np', '1', a.barrier, '--reps', '0'], '--reps'),
+           ([a.launcher, '-np', '1', a.barrier, '--compute-us', '-5'], '--compute-us'),
+           ([a.launcher, '-np', '1', a.barrier, '--compute-us', '2ms'], '--compute-us'),
+           ([a.launcher, '-np', '1', a.barrier, '--compute-us', '10', '--rounds', '0'],
+            '--rounds'),
+           ([a.launcher, '-np', '1', a.barrier, '--seed'], '--seed'),
            ([a.kernels, '--rc', 'far'], '--rc'),
            ([a.launcher, '-np', '1', a.pingpong], '2 ranks')]
     # Independent short jobs: side by side.
