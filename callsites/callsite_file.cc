@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+
+#include "recording/callsite_live.h"
 
 namespace invmw::callsites {
 namespace {
@@ -203,9 +206,12 @@ bool ReadRankFile(const std::string& path, RankFile* out, std::string* error) {
   return true;
 }
 
-bool ParseRankFileName(const std::string& name, int* rank) {
-  if (name.size() < 15 || name.compare(0, 5, "rank-") != 0 ||
-      name.compare(name.size() - 4, 4, ".txt") != 0)
+namespace {
+
+// "PREFIX-NNNNNN.SUFFIX": at least 6 digits, no leading zero beyond them, rank <= 2^31-1.
+bool ParseNumberedName(const std::string& name, const char* prefix, const char* suffix, int* rank) {
+  if (name.size() < 15 || name.compare(0, 5, prefix) != 0 ||
+      name.compare(name.size() - 4, 4, suffix) != 0)
     return false;
   const std::string digits = name.substr(5, name.size() - 9);
   if (digits.size() < 6 || digits.size() > 10 || (digits.size() > 6 && digits[0] == '0'))
@@ -218,6 +224,150 @@ bool ParseRankFileName(const std::string& name, int* rank) {
   if (v > 0x7fffffff) return false;
   *rank = int(v);
   return true;
+}
+
+}  // namespace
+
+bool ParseRankFileName(const std::string& name, int* rank) {
+  return ParseNumberedName(name, "rank-", ".txt", rank);
+}
+
+bool ParseLiveFileName(const std::string& name, int* rank) {
+  return ParseNumberedName(name, "live-", ".bin", rank);
+}
+
+bool ParseLiveTables(uint64_t size, const ReadAt& read, LiveTables* out, std::string* error) {
+  using recording::CallSiteCounters;
+  using recording::CallSiteEntry;
+  using recording::LiveSitesHeader;
+  *out = LiveTables{};
+  LiveSitesHeader h;
+  if (size < sizeof h || !read(&h, sizeof h, 0)) {
+    *error = "shorter than its header (" + std::to_string(size) + " bytes, header " +
+             std::to_string(sizeof h) + ")";
+    return false;
+  }
+  if (h.magic != recording::kLiveSitesMagic) {
+    // The runtime stores the magic last, at the end of its MPI_Init.
+    *error = "magic " + std::to_string(h.magic) +
+             ": not a live call-site file, or its rank died inside MPI_Init";
+    return false;
+  }
+  auto bad = [&](const std::string& field, uint64_t v, const std::string& want) {
+    *error = "header field " + field + " = " + std::to_string(v) + ": expected " + want;
+    return false;
+  };
+  if (h.version != recording::kLiveSitesVersion)
+    return bad("version", h.version, std::to_string(recording::kLiveSitesVersion));
+  if (h.header_size != sizeof h) return bad("header_size", h.header_size, std::to_string(sizeof h));
+  if (h.entry_size != sizeof(CallSiteEntry))
+    return bad("entry_size", h.entry_size, std::to_string(sizeof(CallSiteEntry)));
+  if (h.counters_size != sizeof(CallSiteCounters))
+    return bad("counters_size", h.counters_size, std::to_string(sizeof(CallSiteCounters)));
+  if (h.num_funcs == 0 || h.num_funcs > 4096) return bad("num_funcs", h.num_funcs, "1..4096");
+  if (h.capacity < 16 || h.capacity > (1u << 20) || (h.capacity & (h.capacity - 1)))
+    return bad("capacity", h.capacity, "a power of two 16..1048576");
+  if (h.slot_count > 4096) return bad("slot_count", h.slot_count, "at most 4096");
+  if (h.slots_used > h.slot_count)
+    return bad("slots_used", h.slots_used, "at most slot_count " + std::to_string(h.slot_count));
+  if (h.rank < 0) return bad("rank", uint64_t(uint32_t(h.rank)), "a rank >= 0");
+  if (h.depth < 1 || h.depth > uint32_t(kMaxDepth)) return bad("depth", h.depth, "1..8");
+  const uint64_t entries_bytes = uint64_t(h.capacity) * sizeof(CallSiteEntry);
+  const uint64_t table_bytes = entries_bytes + uint64_t(h.num_funcs) * sizeof(CallSiteCounters);
+  if (h.names_offset < sizeof h || h.names_offset > size)
+    return bad("names_offset", h.names_offset, "after the header, inside the file");
+  if (h.slots_offset < h.names_offset + uint64_t(h.num_funcs) * 48 || h.slots_offset > size)
+    return bad("slots_offset", h.slots_offset, "after the names, inside the file");
+  if (h.slot_size < table_bytes || h.slot_size > (uint64_t(1) << 40))
+    return bad("slot_size", h.slot_size, "at least " + std::to_string(table_bytes));
+  if ((size - h.slots_offset) / h.slot_size < h.slots_used)
+    return bad("slots_used", h.slots_used,
+               "slots that fit in the file of " + std::to_string(size) + " bytes");
+  std::vector<char> names(size_t(h.num_funcs) * 48);
+  if (!read(names.data(), names.size(), h.names_offset)) {
+    *error = "cannot read the function names";
+    return false;
+  }
+  std::vector<std::string> fn(h.num_funcs);
+  for (uint32_t f = 0; f < h.num_funcs; ++f) {
+    const char* n = names.data() + 48 * size_t(f);
+    fn[f].assign(n, strnlen(n, 48));
+    if (fn[f].size() == 48 || !IsFunctionName(fn[f])) {
+      *error = "function name " + std::to_string(f) + ": expected an MPI function name";
+      return false;
+    }
+  }
+  out->rank = h.rank;
+  out->depth = int(h.depth);
+  out->slots = h.slots_used;
+  constexpr uint32_t kChunk = 4096;
+  std::vector<CallSiteEntry> chunk(std::min<uint32_t>(kChunk, h.capacity));
+  std::vector<CallSiteCounters> un(h.num_funcs);
+  for (uint32_t t = 0; t < h.slots_used; ++t) {
+    const uint64_t slot = h.slots_offset + uint64_t(t) * h.slot_size;
+    for (uint32_t at = 0; at < h.capacity; at += kChunk) {
+      const uint32_t n = std::min(kChunk, h.capacity - at);
+      if (!read(chunk.data(), size_t(n) * sizeof(CallSiteEntry),
+                slot + uint64_t(at) * sizeof(CallSiteEntry))) {
+        *error = "cannot read the entries of thread slot " + std::to_string(t);
+        return false;
+      }
+      for (uint32_t i = 0; i < n; ++i) {
+        const CallSiteEntry& e = chunk[i];
+        if (e.func1 == 0) continue;  // free (perhaps being filled when the rank was killed)
+        if (e.func1 > h.num_funcs || e.depth == 0 || e.depth > h.depth) {
+          ++out->damaged;
+          continue;
+        }
+        if (e.c.calls == 0) continue;  // taken by the call a kill interrupted, not counted yet
+        SiteRow row{fn[e.func1 - 1],
+                    {e.c.calls, e.c.ticks, e.c.max_ticks, e.c.bytes_sent, e.c.bytes_recv},
+                    std::vector<uint64_t>(e.pcs, e.pcs + e.depth)};
+        out->sites.push_back(std::move(row));
+      }
+    }
+    if (!read(un.data(), un.size() * sizeof(CallSiteCounters), slot + entries_bytes)) {
+      *error = "cannot read the unattributed rows of thread slot " + std::to_string(t);
+      return false;
+    }
+    for (uint32_t f = 0; f < h.num_funcs; ++f) {
+      const CallSiteCounters& c = un[f];
+      if (c.calls == 0) continue;
+      out->unattributed.push_back(
+          {fn[f], {c.calls, c.ticks, c.max_ticks, c.bytes_sent, c.bytes_recv}});
+      out->unattributed_calls += c.calls;
+    }
+  }
+  return true;
+}
+
+bool ReadLiveTables(const std::string& path, LiveTables* out, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    *error = path + ": not a regular file";
+    return false;
+  }
+  auto read_at = [fd](void* buf, size_t n, uint64_t at) {
+    auto* p = static_cast<char*>(buf);
+    while (n > 0) {
+      const ssize_t r = pread(fd, p, n, off_t(at));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      p += r, n -= size_t(r), at += uint64_t(r);
+    }
+    return true;
+  };
+  std::string err;
+  const bool ok = ParseLiveTables(uint64_t(st.st_size), read_at, out, &err);
+  close(fd);
+  if (!ok) *error = path + ": " + err;
+  return ok;
 }
 
 }  // namespace invmw::callsites

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,29 @@ bool ParseRankFile(const std::string& text, RankFile* out, std::string* error);
 bool ReadRankFile(const std::string& path, RankFile* out, std::string* error);
 // True for "rank-NNNNNN.txt" (as recording::CallSiteFilePath writes), with its rank.
 bool ParseRankFileName(const std::string& name, int* rank);
+
+// The live call-site file callsites/live-NNNNNN.bin (recording/callsite_live.h): the tables of
+// a rank, as its threads left them. Read for a rank whose text file has no table (it never
+// finished MPI_Finalize); its mappings come from that text file.
+struct LiveTables {
+  int rank = -1;
+  int depth = 0;
+  uint32_t slots = 0;          // thread slots read
+  std::vector<SiteRow> sites;  // one row per used entry of each slot
+  std::vector<UnattributedRow> unattributed;
+  uint64_t unattributed_calls = 0;
+  // Entries left out as damaged (function or depth out of range: no kill leaves these, since
+  // an entry's function is stored last). Entries of the call a kill interrupted are whole or
+  // still free; one with no call counted yet is skipped and not counted here.
+  uint64_t damaged = 0;
+};
+// read(buf, n, at): the n bytes at offset `at` of a file of `size` bytes; false when missing.
+using ReadAt = std::function<bool(void* buf, size_t n, uint64_t at)>;
+// Errors name the header field and what was expected; nothing in the file is trusted.
+bool ParseLiveTables(uint64_t size, const ReadAt& read, LiveTables* out, std::string* error);
+// Reads path (a regular file, no symlink followed); errors start with the path.
+bool ReadLiveTables(const std::string& path, LiveTables* out, std::string* error);
+// True for "live-NNNNNN.bin" (as recording::LiveSitesPath names it), with its rank.
+bool ParseLiveFileName(const std::string& name, int* rank);
 
 }  // namespace invmw::callsites

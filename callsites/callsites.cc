@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -28,6 +29,12 @@ struct Merged {
   std::map<int, PerRank> ranks;
 };
 
+std::string Rank6(int rank) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%06d", rank);
+  return b;
+}
+
 json FrameJson(const Frame& f) {
   json j = {{"location", f.Label()},
             {"resolved", f.how},
@@ -51,17 +58,26 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
   DIR* d = opendir(sub.c_str());
   if (!d) return false;
   std::vector<std::pair<int, std::string>> files;
+  std::map<int, std::string> live;  // rank -> its live call-site file
   while (dirent* e = readdir(d)) {
     int rank;
     if (ParseRankFileName(e->d_name, &rank)) files.emplace_back(rank, sub + "/" + e->d_name);
+    if (ParseLiveFileName(e->d_name, &rank)) live[rank] = sub + "/" + e->d_name;
   }
   closedir(d);
-  if (files.empty()) return false;
+  if (files.empty() && live.empty()) return false;
   std::sort(files.begin(), files.end());
   Resolver resolver;
   std::map<std::string, Merged> merged;  // function + frame labels -> site
   std::map<std::string, PerRank> unattributed;
-  json probs = json::array(), incomplete = json::array();
+  json probs = json::array(), incomplete = json::array(), from_live = json::array();
+  // A live file is read only beside a text file without its table: the text file has the
+  // mappings its addresses need, and a complete table supersedes the live file.
+  for (const auto& [rank, path] : live)
+    if (!std::any_of(files.begin(), files.end(),
+                     [r = rank](const auto& f) { return f.first == r; }))
+      probs.push_back(path + ": no rank-" + Rank6(rank) +
+                      ".txt with the rank's mappings beside it; left out");
   int depth = 0, nranks = 0;
   uint64_t unattributed_calls = 0;
   for (const auto& [rank, path] : files) {
@@ -77,7 +93,32 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
     }
     ++nranks;
     depth = std::max(depth, f.depth);
-    if (!f.complete) incomplete.push_back(rank);
+    if (!f.complete) {
+      incomplete.push_back(rank);
+      // The rank did not write its table (killed, aborted, or cut off while writing it in
+      // MPI_Finalize): its live call-site file holds every call it completed. Rows the text
+      // file has from an interrupted write are replaced, not added.
+      LiveTables lt;
+      const auto it = live.find(rank);
+      if (it != live.end() && !ReadLiveTables(it->second, &lt, &err)) {
+        probs.push_back(err + "; the rank's call sites come from " + path + " alone");
+      } else if (it != live.end() && lt.rank != rank) {
+        probs.push_back(it->second + ": names rank " + std::to_string(lt.rank) + ", left out");
+      } else if (it != live.end()) {
+        f.sites = std::move(lt.sites);
+        f.unattributed = std::move(lt.unattributed);
+        f.unattributed_calls = lt.unattributed_calls;
+        depth = std::max(depth, lt.depth);
+        from_live.push_back(rank);
+        if (lt.damaged)
+          probs.push_back(it->second + ": " + std::to_string(lt.damaged) +
+                          " damaged entries (function or depth out of range) left out");
+      }
+      if (it == live.end() && !f.sites.empty())
+        probs.push_back(path +
+                        ": cut off inside its table and no live call-site file; the "
+                        "rank's call sites are partial");
+    }
     const double tps = f.ticks_per_second;
     for (const SiteRow& s : f.sites) {
       std::vector<Frame> frames;
@@ -179,6 +220,7 @@ bool Build(const std::string& dir, json* out, std::vector<std::string>* problems
   *out = {{"depth", depth},
           {"ranks", nranks},
           {"ranks_incomplete", incomplete},
+          {"ranks_live", from_live},
           {"unattributed_calls", unattributed_calls},
           {"sites", sites},
           {"unattributed", un},

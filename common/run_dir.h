@@ -86,8 +86,8 @@ namespace run_dir_detail {
 // samples-000003.bin, resources-000003.json, live-000003.bin, and temporaries of these
 // (name.tmp...).
 inline bool IsRawFileName(const std::string& n) {
-  static const char* const kPrefixes[] = {"rank-",    "events-",  "defs-",
-                                          "metrics-", "samples-", "resources-", "live-"};
+  static const char* const kPrefixes[] = {"rank-",    "events-",    "defs-", "metrics-",
+                                          "samples-", "resources-", "live-"};
   static const char* const kSuffixes[] = {".bin", ".jsonl", ".json"};
   for (const char* p : kPrefixes) {
     if (n.compare(0, std::strlen(p), p) != 0) continue;
@@ -106,12 +106,14 @@ inline bool IsRawFileName(const std::string& n) {
   return false;
 }
 
-// The per-rank call-site files: callsites/rank-000003.txt (pmpi_wrap, docs/callsites.md).
+// The per-rank call-site files: callsites/rank-000003.txt and the live tables
+// callsites/live-000003.bin (pmpi_wrap, docs/callsites.md).
 inline bool IsCallSiteFileName(const std::string& n) {
-  if (n.compare(0, 5, "rank-") != 0 || n.size() < 10) return false;
+  const bool live = n.compare(0, 5, "live-") == 0;
+  if ((!live && n.compare(0, 5, "rank-") != 0) || n.size() < 10) return false;
   size_t i = 5;
   while (i < n.size() && std::isdigit(static_cast<unsigned char>(n[i]))) ++i;
-  return i > 5 && n.substr(i) == ".txt";
+  return i > 5 && n.substr(i) == (live ? ".bin" : ".txt");
 }
 
 // An OTF2 archive's per-location files: traces/<location>.evt and .def.

@@ -112,13 +112,14 @@ TEST_F(RunDirTest, ReplacementRemovesOnlyInvmwFiles) {
   EXPECT_EQ(Read(sentinel_), "sentinel");
 }
 
-// The call-site files (callsites/rank-N.txt) go with the run, so the next run can create its
-// own; a file of the user there stops the replacement.
+// The call-site files (callsites/rank-N.txt, and live-N.bin of a rank killed before
+// MPI_Finalize) go with the run, so the next run can create its own; a file of the user there
+// stops the replacement.
 TEST_F(RunDirTest, ReplacementRemovesCallSiteFiles) {
   ASSERT_EQ(mkdir((dir_ + "/raw").c_str(), 0755), 0);
   ASSERT_EQ(mkdir((dir_ + "/callsites").c_str(), 0755), 0);
   for (const char* f : {"meta.json", "raw/rank-000000.bin", "callsites/rank-000000.txt",
-                        "callsites/rank-000001.txt"})
+                        "callsites/rank-000001.txt", "callsites/live-000001.bin"})
     Write(dir_ + "/" + f, f);
   std::string err;
   ASSERT_TRUE(RemoveEarlierRun(dir_, &err)) << err;
@@ -126,6 +127,7 @@ TEST_F(RunDirTest, ReplacementRemovesCallSiteFiles) {
   ASSERT_EQ(mkdir((dir_ + "/callsites").c_str(), 0755), 0);
   Write(dir_ + "/callsites/rank-000000.txt", "r");
   Write(dir_ + "/callsites/mine.txt", "mine");
+  Write(dir_ + "/callsites/live-000001.txt", "not a live table name");
   EXPECT_FALSE(RemoveEarlierRun(dir_, &err));
   EXPECT_NE(err.find("callsites/mine.txt"), std::string::npos) << err;
   EXPECT_TRUE(Exists(dir_ + "/callsites/rank-000000.txt"));

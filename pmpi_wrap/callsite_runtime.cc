@@ -1,15 +1,21 @@
 #include "pmpi_wrap/callsite_runtime.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <mutex>
 #include <string>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/run_dir.h"
 #include "function_table.h"
 #include "pmpi_wrap/runtime.h"
 #include "pmpi_wrap/thread_state.h"
+#include "recording/callsite_live.h"
 #include "recording/callsite_table.h"
 #include "recording/io.h"
 
@@ -36,9 +42,97 @@ recording::MappingLog g_maps;
 // hot path never takes it, and a thread that finds it taken leaves the snapshot to its holder.
 std::mutex g_maps_lock;
 
+// ---- the live call-site file (recording/callsite_live.h) ----------------------------------
+// The threads' tables live in a MAP_SHARED mapping of callsites/live-NNNNNN.bin, so a rank that
+// never reaches MPI_Finalize (where the table is written) still leaves its call sites; the hot
+// path is unchanged (plain stores into the table, now in the page cache).
+recording::LiveSitesHeader* g_live = nullptr;  // null: tables in private memory
+int g_live_fd = -1;
+std::string g_live_path;
+
+void OpenLiveSites(int max_threads, int depth) {
+  // As the live counter file (runtime.cc OpenLiveCounters): none when asked for none.
+  if (!g.cfg.PROFILE_LIVE_COUNTERS || !g.cfg.PROFILE_RAW_ON_SIGNAL) return;
+  const std::string path = recording::LiveSitesPath(g.output_dir, g.rank);
+  const uint64_t names_off = sizeof(recording::LiveSitesHeader);
+  const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
+  const uint64_t slot_size = recording::LiveSitesSlotSize(g_slots, kNumFuncs);
+  const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      OutputExists(path.c_str());
+    else
+      WarnOnce("cannot create the live call-site file " + path + " (" + std::strerror(errno) +
+               "); a rank that does not reach MPI_Finalize will leave no call-site table");
+    return;
+  }
+  // Blocks for the header and names now, for a slot when a thread takes it: a store into a
+  // hole the file system cannot fill would be SIGBUS.
+  void* m = MAP_FAILED;
+  int err = ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
+  if (err == 0) err = posix_fallocate(fd, 0, off_t(slots_off));  // returns the error
+  if (err == 0) {
+    m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) err = errno;
+  }
+  if (m == MAP_FAILED) {
+    WarnOnce("cannot map the live call-site file " + path + " (" + std::strerror(err) +
+             "); a rank that does not reach MPI_Finalize will leave no call-site table");
+    unlink(path.c_str());
+    close(fd);
+    return;
+  }
+  auto* h = static_cast<recording::LiveSitesHeader*>(m);
+  h->version = recording::kLiveSitesVersion;
+  h->header_size = sizeof *h;
+  h->entry_size = sizeof(recording::CallSiteEntry);
+  h->counters_size = sizeof(recording::CallSiteCounters);
+  h->num_funcs = uint32_t(kNumFuncs);
+  h->capacity = recording::CallSiteTable::RoundCapacity(g_slots);
+  h->slot_count = uint32_t(max_threads);
+  h->rank = g.rank;
+  h->depth = uint32_t(depth);
+  h->names_offset = names_off;
+  h->slots_offset = slots_off;
+  h->slot_size = slot_size;
+  char* names = static_cast<char*>(m) + names_off;
+  for (int f = 0; f < kNumFuncs; ++f) {
+    const size_t n = std::min<size_t>(std::strlen(kFuncNames[f]), 47);
+    std::memcpy(names + 48 * f, kFuncNames[f], n);
+  }
+  __atomic_store_n(&h->magic, recording::kLiveSitesMagic, __ATOMIC_RELEASE);
+  g_live_path = path;
+  g_live_fd = fd;
+  g_live = h;
+}
+
+// Thread slot idx's table in the live file, or null (then private memory).
+recording::CallSiteTable* LiveTable(int idx) {
+  if (!g_live || idx < 0 || uint32_t(idx) >= g_live->slot_count) return nullptr;
+  const uint64_t off = g_live->slots_offset + uint64_t(idx) * g_live->slot_size;
+  const int err = posix_fallocate(g_live_fd, off_t(off), off_t(g_live->slot_size));
+  if (err != 0) {
+    // Once per thread start at most, never on the call path.
+    WarnOnce("cannot reserve blocks in " + g_live_path + " for a thread's call sites (" +
+             std::strerror(err) + "); a rank that does not reach MPI_Finalize loses them");
+    return nullptr;
+  }
+  auto* t =
+      recording::CallSiteTable::Place(reinterpret_cast<char*>(g_live) + off, g_slots, kNumFuncs);
+  if (!t) return nullptr;
+  // Readers take slots below slots_used; a slot is zero until its thread counts.
+  uint32_t used = __atomic_load_n(&g_live->slots_used, __ATOMIC_RELAXED);
+  while (used < uint32_t(idx + 1) &&
+         !__atomic_compare_exchange_n(&g_live->slots_used, &used, uint32_t(idx + 1), false,
+                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+  return t;
+}
+
 }  // namespace
 
-void CallSitesInit() {
+void CallSitesInit(int max_threads) {
   int depth = int(g.cfg.WRAP_CALLSITE_DEPTH);
   if (depth < 0 || depth > recording::kMaxCallSiteDepth) {
     WarnOnce("INVMW_WRAP_CALLSITE_DEPTH must be 0..8; using 1");
@@ -73,12 +167,14 @@ void CallSitesInit() {
     g_fd = -1;
     return;
   }
+  OpenLiveSites(max_threads, depth);
   g_callsite_depth = depth;
 }
 
 void CallSitesAttach(ThreadState* ts) {
   if (g_callsite_depth == 0 || ts->sites) return;
-  ts->sites = recording::CallSiteTable::Create(g_slots, kNumFuncs);
+  ts->sites = LiveTable(ts->index);
+  if (!ts->sites) ts->sites = recording::CallSiteTable::Create(g_slots, kNumFuncs);
   if (!ts->sites) g.errors.fetch_add(1, std::memory_order_relaxed);
   if (g_frame_pointers && !recording::ThreadStackBounds(&ts->stack_lo, &ts->stack_hi))
     ts->stack_lo = ts->stack_hi = 0;
@@ -104,6 +200,7 @@ void CallSitesFinalize() {
   if (g_fd < 0) return;
   std::lock_guard<std::mutex> lock(g_maps_lock);
   bool ok = g_maps.Snapshot(g_fd, "finalize");
+  if (g.cfg.WRAP_TEST_CALLSITE_KILL == g.rank) raise(SIGKILL);
   uint64_t unattributed = 0;
   for (int i = 0, n = ThreadCount(); i < n; ++i) {
     const ThreadState* ts = ThreadAt(i);
@@ -116,6 +213,9 @@ void CallSitesFinalize() {
   if (close(g_fd) != 0) ok = false;
   g_fd = -1;
   if (!ok) g.errors.fetch_add(1, std::memory_order_relaxed);
+  // The text file now holds the table: the live file is superseded (readers prefer a complete
+  // text file anyway). Kept when the text is incomplete, so the table is not lost.
+  if (ok && g_live) unlink(g_live_path.c_str());
   if (unattributed)
     WarnOnce(std::to_string(unattributed) +
              " MPI calls came from more call sites than INVMW_WRAP_CALLSITE_SLOTS holds; they "

@@ -3,7 +3,8 @@
 //
 // The per-rank file DIR/callsites/rank-NNNNNN.txt is written by its rank alone, with no MPI
 // communication: header and mappings at MPI_Init, mappings again when a call comes from an
-// object that was not mapped before (dlopen), the table and the mappings at MPI_Finalize.
+// object that was not mapped before (dlopen), the table and the mappings at MPI_Finalize. Until
+// then the tables live in DIR/callsites/live-NNNNNN.bin (removed once the table is written).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,10 @@ struct ThreadState;
 // 0 off, 1 return address only, up to 8 frames. Set at MPI_Init.
 extern int g_callsite_depth;
 
-// At MPI_Init, after the output directory is known (empty: call sites stay off).
-void CallSitesInit();
+// At MPI_Init, after the output directory and the thread slots (max_threads) are known (no
+// directory: call sites stay off). The tables go to the live call-site file when it can be
+// made (recording/callsite_live.h), else to private memory.
+void CallSitesInit(int max_threads);
 // A thread's first call: its table (nothing when call sites are off or memory is short).
 void CallSitesAttach(ThreadState* ts);
 // Frames 2..depth above the return address ra (depth >= 2), into ts->site_pcs.

@@ -795,7 +795,7 @@ void OnInit(uint64_t enter_ticks) {
   OpenLiveCounters(max_threads);
   g_threads = new std::atomic<ThreadState*>[max_threads]();
   g_max_threads = max_threads;
-  CallSitesInit();
+  CallSitesInit(max_threads);
   if (const int64_t want = g.cfg.WRAP_MAX_REQUESTS; want < 1024 || want > (1 << 24))
     Warn("INVMW_WRAP_MAX_REQUESTS must be 1024..16777216; using the nearest");
   if (!InitRequestTable(g.cfg.WRAP_MAX_REQUESTS))

@@ -1,5 +1,6 @@
 #include "recording/callsite_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -103,9 +104,17 @@ void RenderCallSites(const json& p, std::ostringstream& os) {
     if (n.is_string()) os << "  note: " << n.get<std::string>() << "\n";
   for (const auto& n : c.value("problems", json::array()))
     if (n.is_string()) os << "  problem: " << n.get<std::string>() << "\n";
-  if (!c.value("ranks_incomplete", json::array()).empty())
-    os << "  ranks without MPI_Finalize (no call-site table): " << c["ranks_incomplete"].dump()
-       << "\n";
+  const json none = json::array();
+  const json& live = c.contains("ranks_live") ? c["ranks_live"] : none;
+  if (!c.value("ranks_incomplete", json::array()).empty()) {
+    json without = json::array();
+    for (const auto& r : c["ranks_incomplete"])
+      if (std::find(live.begin(), live.end(), r) == live.end()) without.push_back(r);
+    os << "  ranks without MPI_Finalize: " << c["ranks_incomplete"].dump();
+    if (!live.empty()) os << "; their tables from the live call-site files: " << live.dump();
+    if (!without.empty()) os << "; no call-site table: " << without.dump();
+    os << "\n";
+  }
 }
 
 }  // namespace invmw::profile

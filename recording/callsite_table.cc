@@ -18,9 +18,32 @@
 
 namespace invmw::recording {
 
-CallSiteTable* CallSiteTable::Create(uint32_t capacity, uint32_t num_funcs) {
+uint32_t CallSiteTable::RoundCapacity(uint32_t capacity) {
   uint32_t cap = 16;
   while (cap < capacity && cap < (1u << 20)) cap <<= 1;
+  return cap;
+}
+
+uint64_t CallSiteTable::ArrayBytes(uint32_t capacity, uint32_t num_funcs) {
+  return uint64_t(RoundCapacity(capacity)) * sizeof(CallSiteEntry) +
+         uint64_t(num_funcs ? num_funcs : 1) * sizeof(CallSiteCounters);
+}
+
+CallSiteTable* CallSiteTable::Place(void* mem, uint32_t capacity, uint32_t num_funcs) {
+  auto* t = static_cast<CallSiteTable*>(std::calloc(1, sizeof(CallSiteTable)));
+  if (!t) return nullptr;
+  const uint32_t cap = RoundCapacity(capacity);
+  t->entries_ = static_cast<CallSiteEntry*>(mem);
+  t->unattributed_ = reinterpret_cast<CallSiteCounters*>(static_cast<char*>(mem) +
+                                                         uint64_t(cap) * sizeof(CallSiteEntry));
+  t->mask_ = cap - 1;
+  t->num_funcs_ = num_funcs;
+  t->placed_ = true;
+  return t;
+}
+
+CallSiteTable* CallSiteTable::Create(uint32_t capacity, uint32_t num_funcs) {
+  const uint32_t cap = RoundCapacity(capacity);
   auto* t = static_cast<CallSiteTable*>(std::calloc(1, sizeof(CallSiteTable)));
   if (!t) return nullptr;
   t->entries_ = static_cast<CallSiteEntry*>(std::calloc(cap, sizeof(CallSiteEntry)));
@@ -39,8 +62,10 @@ CallSiteTable* CallSiteTable::Create(uint32_t capacity, uint32_t num_funcs) {
 
 void CallSiteTable::Destroy(CallSiteTable* t) {
   if (!t) return;
-  std::free(t->entries_);
-  std::free(t->unattributed_);
+  if (!t->placed_) {
+    std::free(t->entries_);
+    std::free(t->unattributed_);
+  }
   std::free(t);
 }
 

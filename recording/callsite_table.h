@@ -39,8 +39,17 @@ class CallSiteTable {
   static constexpr uint32_t kMaxProbe = 32;
   // capacity is rounded up to a power of two. Returns nullptr when memory is short.
   static CallSiteTable* Create(uint32_t capacity, uint32_t num_funcs);
-  // Frees a table of Create. The preload keeps its threads' tables to the end of the process
-  // (a thread's counts are read at finalize or on a signal); tests and tools free theirs.
+  // The capacity Create and Place use for a requested one (a power of two, 16..2^20).
+  static uint32_t RoundCapacity(uint32_t capacity);
+  // Bytes of the entries and unattributed rows of a table of RoundCapacity(capacity) entries.
+  static uint64_t ArrayBytes(uint32_t capacity, uint32_t num_funcs);
+  // A table whose entries and unattributed rows are the zeroed ArrayBytes at mem (8-aligned):
+  // the live call-site file's slot (callsite_live.h), so the counts outlive a SIGKILL. The
+  // layout there is: capacity entries, then num_funcs unattributed rows.
+  static CallSiteTable* Place(void* mem, uint32_t capacity, uint32_t num_funcs);
+  // Frees a table of Create or Place (not Place's memory). The preload keeps its threads'
+  // tables to the end of the process (a thread's counts are read at finalize or on a signal);
+  // tests and tools free theirs.
   static void Destroy(CallSiteTable* t);
 
   // The hot path: no allocation, no lock, no system call. pcs[0..depth) with depth >= 1.
@@ -93,6 +102,7 @@ class CallSiteTable {
   uint32_t mask_ = 0;
   uint32_t num_funcs_ = 0;
   uint32_t used_ = 0;
+  bool placed_ = false;  // the arrays belong to the caller of Place
   CallSiteEntry* entries_ = nullptr;
   CallSiteCounters* unattributed_ = nullptr;
 };

@@ -2,10 +2,13 @@
    shared library (c_callsites_lib.c). Each call line carries a SITE comment with the totals over
    ranks that check_callsites.py expects at exactly that file:line. With the argument "many", 64
    more call sites (MPI_Barrier, one line, distinct addresses) overflow a small call-site table
-   (INVMW_WRAP_CALLSITE_SLOTS=16). */
+   (INVMW_WRAP_CALLSITE_SLOTS=16). With the argument "hang", every rank writes its pid to
+   ready-rank<R> in the working directory after its calls and sleeps until it is killed
+   (check_callsites.py --kill-rank SIGKILLs one rank then). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int lib_send(const void* buf, int n, int dest);
 
@@ -28,6 +31,17 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
     B16 B16 B16 B16
+  }
+  if (argc > 1 && strcmp(argv[1], "hang") == 0) {
+    char name[64], tmp[64];
+    FILE* f;
+    snprintf(name, sizeof name, "ready-rank%d", rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 || rename(tmp, name) != 0)
+      return 4;
+    for (i = 0; i < 600; ++i) sleep(1); /* until killed; the checker's timeout is far shorter */
+    fprintf(stderr, "c_callsites: rank %d was never killed\n", rank);
   }
   MPI_Finalize();
   if (rank == 0) printf("c_callsites: ok\n");

@@ -17,15 +17,26 @@ stack may end sooner) and at least 2, and the site in c_callsites_lib.c has as s
 line marked "CALLER of lib_send".
 --via run: started by `invmw run` (its finish step resolves); --via profile: plain launcher with
 the preload, then `invmw profile --json DIR` resolves.
+--kill-rank R (program argument "hang"): once every rank has made its calls (its ready-rankN
+file), rank R gets SIGKILL; the launcher then ends the others. --finalize-kill R: rank R SIGKILLs
+itself in MPI_Finalize after the final mappings of its call-site file, before the table
+(INVMW_WRAP_TEST_CALLSITE_KILL). Either way the job fails, and the incomplete profile must still
+have every marked site with exact counts: rank R's table comes from its live call-site file
+(callsites/live-NNNNNN.bin, listed in "ranks_live"). A normal end must leave no live file.
+--occupy-live: a directory stands where rank 0's live call-site file would go; the rank must say
+so once, keep its table in private memory, and the profile must be as exact as ever.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 SITE = re.compile(r'SITE (MPI_\w+) calls=(\d+)(?: sent=(\d+))?(?: recv=(\d+))?')
 NOT_ATTRIBUTED = {'MPI_Init', 'MPI_Init_thread', 'MPI_Finalize'}
@@ -60,6 +71,41 @@ def launcher_cmd(a, env):
     return cmd + [a.program] + a.args
 
 
+def run_job(a, cmd, env):
+    """Runs the job in the work directory (where the program writes its ready files); with
+    --kill-rank, SIGKILLs that rank once every rank is ready. Returns (rc, stdout, stderr)."""
+    if a.kill_rank is None:
+        r = subprocess.run(cmd, env=env, timeout=a.timeout, capture_output=True, text=True,
+                           cwd=a.workdir)
+        return r.returncode, r.stdout, r.stderr
+    outp, errp = os.path.join(a.workdir, 'job.stdout'), os.path.join(a.workdir, 'job.stderr')
+    with open(outp, 'wb') as o, open(errp, 'wb') as e:
+        p = subprocess.Popen(cmd, env=env, stdout=o, stderr=e, cwd=a.workdir,
+                             start_new_session=True)
+        t0, sent = time.time(), False
+        try:
+            while p.poll() is None:
+                if time.time() - t0 > a.timeout:
+                    fail(f'no end within {a.timeout} s')
+                ready = [os.path.join(a.workdir, f'ready-rank{r}') for r in range(a.np)]
+                if not sent and all(os.path.exists(f) for f in ready):
+                    with open(ready[a.kill_rank]) as f:
+                        pid = int(f.read())
+                    print(f'[check_callsites] every rank is ready; SIGKILL to rank {a.kill_rank} '
+                          f'(pid {pid})', flush=True)
+                    os.kill(pid, signal.SIGKILL)
+                    sent = True
+                time.sleep(0.05)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    if not sent:
+        fail(f'the job ended (status {p.returncode}) before rank {a.kill_rank} could be killed')
+    with open(outp) as o, open(errp) as e:
+        return p.returncode, o.read(), e.read()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--launcher', required=True)
@@ -75,6 +121,9 @@ def main():
     ap.add_argument('--overflow', action='store_true')
     ap.add_argument('--depth', type=int, default=1)
     ap.add_argument('--env', action='append', default=[])
+    ap.add_argument('--kill-rank', type=int)
+    ap.add_argument('--finalize-kill', type=int)
+    ap.add_argument('--occupy-live', action='store_true')
     ap.add_argument('program')
     ap.add_argument('args', nargs='*')
     a = ap.parse_args()
@@ -82,10 +131,16 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     out = os.path.join(a.workdir, 'run')
+    occupied = os.path.join(out, 'callsites', 'live-000000.bin')
+    if a.occupy_live:
+        os.makedirs(occupied)
     env = os.environ.copy()
     env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
     extra = dict(e.split('=', 1) for e in a.env)
     extra.setdefault('INVMW_SAMPLER_ENABLE', '0')
+    killed = a.kill_rank if a.kill_rank is not None else a.finalize_kill
+    if a.finalize_kill is not None:
+        extra['INVMW_WRAP_TEST_CALLSITE_KILL'] = str(a.finalize_kill)
     if a.via == 'run':
         cmd = [a.invmw, 'run', '--lib', a.preload, '--out', out]
         for k, v in extra.items():
@@ -95,11 +150,13 @@ def main():
         ranks = dict(extra, LD_PRELOAD=a.preload, INVMW_OUTPUT_DIR=out)
         cmd = launcher_cmd(a, ranks)
     print('[check_callsites] ' + ' '.join(cmd), flush=True)
-    r = subprocess.run(cmd, env=env, timeout=a.timeout, capture_output=True, text=True)
-    sys.stdout.write(r.stdout)
-    sys.stderr.write(r.stderr)
-    if r.returncode != 0:
-        fail(f'the job exited with {r.returncode}')
+    rc, stdout, stderr = run_job(a, cmd, env)
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    if killed is None and rc != 0:
+        fail(f'the job exited with {rc}')
+    if killed is not None and rc == 0:
+        fail(f'the job exited with 0 although rank {killed} was killed')
     if a.via == 'profile':
         p = subprocess.run([a.invmw, 'profile', '--json', out], env=env, timeout=a.timeout,
                            capture_output=True, text=True)
@@ -120,6 +177,32 @@ def main():
     if 'Top call sites by time' not in text or 'Call sites per function' not in text:
         fail('profile.txt has no call-site tables')
     sites = cs['sites']
+    live_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, 'callsites',
+                                                                            'live-*.bin')))
+    if a.occupy_live:
+        if not os.path.isdir(occupied) or os.listdir(occupied):
+            fail(f'{occupied}: the directory put there was changed')
+        if stderr.count('live-000000.bin') != 1:
+            fail(f'rank 0 did not say once that it could not create {occupied}')
+        live_files.remove('live-000000.bin')
+        if cs.get('problems'):
+            fail(f'problems reading the call-site files: {cs["problems"]}')
+    if killed is None:
+        if live_files:
+            fail(f'live call-site files left after a normal end: {live_files}')
+    else:
+        if killed not in cs.get('ranks_incomplete', []) or killed not in cs.get('ranks_live', []):
+            fail(f'rank {killed} is not listed as incomplete with its table from the live file: '
+                 f'ranks_incomplete {cs.get("ranks_incomplete")}, ranks_live '
+                 f'{cs.get("ranks_live")}; problems: {cs.get("problems")}')
+        if f'live-{killed:06d}.bin' not in live_files:
+            fail(f'no live call-site file of rank {killed}: {live_files}')
+        if 'their tables from the live call-site files' not in text:
+            fail('profile.txt does not say which tables come from live call-site files')
+        if cs.get('problems'):
+            fail(f'problems reading the call-site files: {cs["problems"]}')
+        print(f'[check_callsites] ok: rank {killed} killed; tables from live files of ranks '
+              f'{cs["ranks_live"]}')
 
     # Per function: sites + unattributed == the profile's totals.
     for fn, f in prof['functions'].items():

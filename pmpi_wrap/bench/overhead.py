@@ -12,6 +12,9 @@ usage: overhead.py --lib LIB/libinvmw.so --bench BIN/mpi_overhead
 --live compares the per-call counters in private memory with the file-backed live mapping.
 --callsites compares the profile without call sites, at depth 1 and at depth 8 (see the +ns
 column of depth1 minus that of depth0 for the cost of call sites).
+--callsites --live: depth 0 and 1, each with the counters and call-site tables in private memory
+(INVMW_PROFILE_LIVE_COUNTERS=0) and in the live file mappings; depth1 minus depth0 within each
+is the cost of call sites there. The *_cpu rows are the calling thread's CPU time per call.
 """
 import argparse
 import glob
@@ -81,6 +84,13 @@ def main():
         configs = [('none', {}, False), ('depth0', {'INVMW_WRAP_CALLSITE_DEPTH': '0'}, True),
                    ('depth1', {'INVMW_WRAP_CALLSITE_DEPTH': '1'}, True),
                    ('depth8', {'INVMW_WRAP_CALLSITE_DEPTH': '8'}, True)]
+    if args.callsites and args.live:
+        configs = [('none', {}, False)]
+        for live in ('0', '1'):
+            for depth in ('0', '1'):
+                configs.append((f'd{depth}-{"live" if live == "1" else "priv"}',
+                                {'INVMW_WRAP_CALLSITE_DEPTH': depth,
+                                 'INVMW_PROFILE_LIVE_COUNTERS': live}, True))
     if args.trace:
         configs.append(('trace', {'INVMW_TRACE_ENABLE': '1'}, True))
     results = {name: [] for name, _, _ in configs}
