@@ -113,8 +113,9 @@ TEST(Config, TestOnlyAndInternalVariablesAreMarked) {
     EXPECT_EQ(v.use == Use::Internal, desc.rfind("Set by `invmw ", 0) == 0) << name;
     test_only += v.use == Use::TestOnly;
   }
-  // INVMW_TRACE_TEST_SKEW, _TEST_NO_WRITER, _TEST_PARALLEL_FAIL, INVMW_SAMPLER_TEST_DROP_EVERY
-  EXPECT_EQ(test_only, 4u);
+  // INVMW_TRACE_TEST_SKEW, _TEST_NO_WRITER, _TEST_PARALLEL_FAIL, INVMW_SAMPLER_TEST_DROP_EVERY,
+  // INVMW_PROFILE_TEST_TREE_FAIL
+  EXPECT_EQ(test_only, 5u);
   EXPECT_STREQ(UseName(Use::TestOnly), "test only");
 }
 
