@@ -114,8 +114,8 @@ TEST(Config, TestOnlyAndInternalVariablesAreMarked) {
     test_only += v.use == Use::TestOnly;
   }
   // INVMW_TRACE_TEST_SKEW, _TEST_NO_WRITER, _TEST_PARALLEL_FAIL, INVMW_SAMPLER_TEST_DROP_EVERY,
-  // INVMW_WRAP_TEST_CALLSITE_KILL
-  EXPECT_EQ(test_only, 5u);
+  // INVMW_WRAP_TEST_CALLSITE_KILL, INVMW_PROFILE_TEST_TREE_FAIL
+  EXPECT_EQ(test_only, 6u);
   EXPECT_STREQ(UseName(Use::TestOnly), "test only");
 }
 

@@ -83,11 +83,13 @@ inline std::vector<std::string> EarlierRunEntries(const std::string& dir) {
 namespace run_dir_detail {
 
 // rank-000003.bin, events-000003-001.bin, defs-000003.jsonl, metrics-000003.jsonl,
-// samples-000003.bin, resources-000003.json, live-000003.bin, and temporaries of these
+// samples-000003.bin, resources-000003.json, live-000003.bin, profile-000003.json (the tree
+// merge's per-rank profile), and temporaries of these
 // (name.tmp...).
 inline bool IsRawFileName(const std::string& n) {
-  static const char* const kPrefixes[] = {"rank-",    "events-",    "defs-", "metrics-",
-                                          "samples-", "resources-", "live-"};
+  static const char* const kPrefixes[] = {"rank-",    "events-",  "defs-",
+                                          "metrics-", "samples-", "resources-", "live-",
+                                          "profile-"};
   static const char* const kSuffixes[] = {".bin", ".jsonl", ".json"};
   for (const char* p : kPrefixes) {
     if (n.compare(0, std::strlen(p), p) != 0) continue;

@@ -108,6 +108,16 @@ void RecoverTrace(const FinishOptions& o) {
   }
 }
 
+// A run of more ranks than INVMW_PROFILE_INLINE_RANKS left its per-rank tables in files (the
+// tree merge at MPI_Finalize): they go into profile.json now that the job is over.
+void AddRankFiles(const FinishOptions& o) {
+  std::string err;
+  bool assembled = false;
+  if (!profile::AssembleRankFiles(o.out, &assembled, &err))
+    std::fprintf(stderr, "invmw: warning: per-rank tables not added to the profile: %s\n",
+                 err.c_str());
+}
+
 // The call sites the ranks recorded, resolved now that the job is over (costs it nothing).
 void AddCallSites(const FinishOptions& o) {
   std::string err;
@@ -130,6 +140,7 @@ void FinishRun(const FinishOptions& o, int status) {
   // (A profile the ranks wrote was announced by rank 0.)
   if (has_profile && !ranks_wrote_profile && !o.quiet)
     std::fprintf(stderr, "invmw: profile: %s/profile.txt (and profile.json)\n", o.out.c_str());
+  if (has_profile) AddRankFiles(o);
   if (has_profile) AddCallSites(o);
   RecoverTrace(o);
 }

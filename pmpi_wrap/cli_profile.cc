@@ -44,6 +44,16 @@ int ProfileCmd(int argc, char** argv) {
     if (!ok) return Fail(err);
     std::fprintf(stderr, "invmw: built the profile of %s from %d rank dump(s)\n", dir.c_str(), n);
   }
+  // A run of more ranks than INVMW_PROFILE_INLINE_RANKS: its per-rank tables join the profile.
+  {
+    std::string err;
+    bool assembled = false;
+    if (!profile::AssembleRankFiles(dir, &assembled, &err))
+      std::fprintf(stderr, "invmw: warning: per-rank tables not added: %s\n", err.c_str());
+    else if (assembled)
+      std::fprintf(stderr, "invmw: added the per-rank tables of %s/raw/profile-*.json\n",
+                   dir.c_str());
+  }
   // Call sites are resolved here, after the run, where it costs the application nothing.
   {
     std::string err;

@@ -32,6 +32,7 @@
 #include "pmpi_wrap/callsite_runtime.h"
 #include "pmpi_wrap/comm_table.h"
 #include "pmpi_wrap/fortran.h"
+#include "recording/profile_aggregate.h"
 #include "recording/profile_report.h"
 #include "pmpi_wrap/request_table.h"
 #include "pmpi_wrap/scratch.h"
@@ -851,6 +852,209 @@ void OnInit(uint64_t enter_ticks) {
   SetRecording(true);
 }
 
+// Rank 0: writes the finished profile (refusing an entry it did not create, counted in
+// *all_refused with the others reported at the end).
+void WriteRunProfile(nlohmann::json p, uint64_t* all_refused) {
+  std::string err, existed;
+  AttachResourcesSafely(&p);
+  if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
+    if (existed.empty()) {
+      Warn(err);
+    } else {  // reported with the others at the end
+      OutputExists(existed.c_str());
+      ++*all_refused;
+    }
+  } else if (!g.cfg.RUNTIME_QUIET) {
+    std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
+  }
+  if (const std::string d = profile::DroppedNote(p); !d.empty()) Warn("not recorded: " + d);
+}
+
+// INVMW_PROFILE_MERGE=gather, and the fallback of the tree: rank 0 receives every rank's dump
+// (n bytes here) and builds the profile from all of them.
+void GatherProfile(size_t n, uint64_t* all_refused) {
+  int my_size = int(n);
+  std::vector<int> sizes(g.rank == 0 ? g.world_size : 0), displs;
+  bool gathered =
+      PMPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, g.comm) == MPI_SUCCESS;
+  std::vector<char> all;
+  if (g.rank == 0) {
+    displs.resize(g.world_size);
+    size_t total = 0;
+    if (!gathered) std::fill(sizes.begin(), sizes.end(), 0);  // receive nothing
+    for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
+    all.resize(total);
+  }
+  // Every rank calls it even after a failed size gather, so that nobody waits for a partner.
+  gathered = PMPI_Gatherv(g_dump.buffer(), my_size, MPI_BYTE, all.data(), sizes.data(),
+                          displs.data(), MPI_BYTE, 0, g.comm) == MPI_SUCCESS &&
+             gathered;
+  if (g.rank == 0 && !gathered) {
+    Warn("the ranks' data could not be gathered; `invmw profile " + g.output_dir +
+         "` builds the profile from the files each rank saved");
+  } else if (g.rank == 0) {
+    // A rank whose data does not parse is missing from the profile, not a phantom rank.
+    std::vector<profile::RankData> ranks;
+    for (int i = 0; i < g.world_size; ++i) {
+      std::string err;
+      profile::RankData r;
+      if (profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &r, &err))
+        ranks.push_back(std::move(r));
+      else
+        Warn("rank " + std::to_string(i) + ": " + err);
+    }
+    try {
+      nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
+      p["merge"] = {{"method", "gather"}, {"rank0_bytes_received", uint64_t(all.size())}};
+      WriteRunProfile(std::move(p), all_refused);
+    } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
+      Warn(std::string("profile not written: ") + e.what());
+    }
+  }
+}
+
+// INVMW_PROFILE_MERGE=tree (docs/profile.md): every rank writes its own "ranks" entry to
+// raw/profile-NNNNNN.json, then the per-function aggregates (profile_aggregate.h) are reduced
+// over a binomial tree on invmw's communicator, so rank 0 receives log2(ranks) aggregates of
+// the functions' size, never a rank's table. Up to INVMW_PROFILE_INLINE_RANKS ranks rank 0
+// copies the files into profile.json. Returns whether the profile was handled; false on every
+// rank alike (then each has removed its own file, and all of them gather instead).
+bool MergeProfileInTree(size_t n, uint64_t* all_refused) {
+  constexpr int kTagLength = 0x1c7e, kTagData = 0x1c7f;
+  int ok = 1;           // this rank's subtree is complete so far
+  bool failed = false;  // the failure began here (not in a child's subtree)
+  std::string why;
+  bool wrote = false;
+  profile::RunAggregate agg;
+  try {
+    profile::RankData mine;
+    if (!profile::ParseDump(g_dump.buffer(), n, &mine, &why)) {
+      ok = 0, failed = true;
+    } else if (g.rank == int(g.cfg.PROFILE_TEST_TREE_FAIL)) {
+      ok = 0, failed = true;
+      why = "failure injected (INVMW_PROFILE_TEST_TREE_FAIL)";
+    } else if (!profile::WriteRankFile(g.output_dir, g.rank, profile::RankJson(mine), &why)) {
+      ok = 0, failed = true;
+    } else {
+      wrote = true;
+      agg.AddRank(mine);
+    }
+  } catch (const std::exception& e) {
+    ok = 0, failed = true;
+    why = e.what();
+  }
+  // A rank's subtree is the range [rank, rank + lowest set bit): children are taken in rank
+  // order, so Merge always gets higher ranks on its right. A failed subtree sends length 0;
+  // every rank still sends and receives exactly once per edge, so nobody waits for a partner.
+  uint64_t received = 0;
+  for (int mask = 1; mask < g.world_size; mask <<= 1) {
+    if (g.rank & mask) {
+      std::string bytes;
+      if (ok) try {
+          bytes = agg.Encode();
+        } catch (const std::exception& e) {
+          ok = 0, failed = true, why = e.what();
+        }
+      if (bytes.size() > size_t(INT32_MAX))
+        bytes.clear(), ok = 0, failed = true, why = "aggregate too large";
+      uint64_t len = ok ? bytes.size() : 0;
+      if (PMPI_Send(&len, 1, MPI_UINT64_T, g.rank - mask, kTagLength, g.comm) != MPI_SUCCESS ||
+          (len && PMPI_Send(bytes.data(), int(len), MPI_BYTE, g.rank - mask, kTagData, g.comm) !=
+                      MPI_SUCCESS))
+        ok = 0, failed = true,
+        why = "sending the aggregate to rank " + std::to_string(g.rank - mask) + " failed";
+      break;
+    }
+    if (g.rank + mask >= g.world_size) continue;
+    const int child = g.rank + mask;
+    uint64_t len = 0;
+    if (PMPI_Recv(&len, 1, MPI_UINT64_T, child, kTagLength, g.comm, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      ok = 0, failed = true, why = "receiving from rank " + std::to_string(child) + " failed";
+      continue;
+    }
+    received += sizeof len;
+    if (len == 0) {  // the child's subtree failed; its failing rank is named below
+      ok = 0;
+      continue;
+    }
+    std::string buf;
+    try {
+      buf.resize(len > uint64_t(INT32_MAX) ? 0 : size_t(len));
+    } catch (const std::exception&) {
+    }
+    // Received even when it cannot be used: the sender is committed to sending it.
+    if (buf.size() != len) {
+      ok = 0, failed = true, why = "no memory for the aggregate of rank " + std::to_string(child);
+      std::vector<char> sink(size_t(std::min<uint64_t>(len, INT32_MAX)));
+      PMPI_Recv(sink.data(), int(sink.size()), MPI_BYTE, child, kTagData, g.comm,
+                MPI_STATUS_IGNORE);
+      continue;
+    }
+    if (PMPI_Recv(&buf[0], int(len), MPI_BYTE, child, kTagData, g.comm, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      ok = 0, failed = true, why = "receiving from rank " + std::to_string(child) + " failed";
+      continue;
+    }
+    received += len;
+    if (!ok) continue;
+    try {
+      profile::RunAggregate theirs;
+      std::string err;
+      if (!profile::RunAggregate::Decode(buf.data(), buf.size(), &theirs, &err)) {
+        ok = 0, failed = true, why = "from rank " + std::to_string(child) + ": " + err;
+        continue;
+      }
+      agg.Merge(theirs);
+    } catch (const std::exception& e) {
+      ok = 0, failed = true, why = e.what();
+    }
+  }
+  // Rank 0 now holds every rank's aggregate, so every rank file is in place.
+  nlohmann::json ranks = nlohmann::json::array();
+  const bool inline_ranks = g.world_size <= g.cfg.PROFILE_INLINE_RANKS;
+  if (g.rank == 0 && ok) {
+    if (agg.ranks != g.world_size) {
+      ok = 0, failed = true,
+      why = "the aggregate holds " + std::to_string(agg.ranks) + " of " +
+            std::to_string(g.world_size) + " ranks";
+    } else if (inline_ranks) {
+      try {
+        if (!profile::ReadRankFiles(g.output_dir, g.world_size, &ranks, &why))
+          ok = 0, failed = true;
+      } catch (const std::exception& e) {
+        ok = 0, failed = true, why = e.what();
+      }
+    }
+  }
+  // Every rank agrees, and learns the lowest failing rank for the one warning.
+  int failed_at = failed ? g.rank : INT32_MAX, first_failed = failed_at;
+  if (PMPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, g.comm) != MPI_SUCCESS)
+    first_failed = g.rank;
+  if (first_failed != INT32_MAX) {
+    // Rank 0 gathers instead; only this rank's own file is removed, and only if it wrote it.
+    if (wrote) unlink(profile::RankFilePath(g.output_dir, g.rank).c_str());
+    if (g.rank == 0)
+      Warn("profile: merging over a tree failed on rank " + std::to_string(first_failed) +
+           (first_failed == 0 ? ": " + why : "") + "; rank 0 gathers every rank's data instead");
+    return false;
+  }
+  if (g.rank != 0) return true;
+  try {
+    nlohmann::json p =
+        profile::ProfileFromAggregate(agg, g_meta, false, g.world_size, std::move(ranks),
+                                      nlohmann::json::array(), nlohmann::json::array());
+    if (!inline_ranks)
+      p["rank_files"] = {{"files", "raw/profile-NNNNNN.json"}, {"ranks", g.world_size}};
+    p["merge"] = {
+        {"method", "tree"}, {"rank0_bytes_received", received}, {"ranks_inline", inline_ranks}};
+    WriteRunProfile(std::move(p), all_refused);
+  } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
+    Warn(std::string("profile not written: ") + e.what());
+  }
+  return true;
+}
+
 void OnFinalize() {
   if (!g.initialized || g.finalized) return;
   SetRecording(false);
@@ -885,55 +1089,14 @@ void OnFinalize() {
   if (PMPI_Reduce(&refused, &all_refused, 1, MPI_UINT64_T, MPI_SUM, 0, g.comm) != MPI_SUCCESS)
     all_refused = refused;
   if (all_ok && g.cfg.PROFILE_ENABLE) {
-    int my_size = int(n);
-    std::vector<int> sizes(g.rank == 0 ? g.world_size : 0), displs;
-    bool gathered =
-        PMPI_Gather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, g.comm) == MPI_SUCCESS;
-    std::vector<char> all;
-    if (g.rank == 0) {
-      displs.resize(g.world_size);
-      size_t total = 0;
-      if (!gathered) std::fill(sizes.begin(), sizes.end(), 0);  // receive nothing
-      for (int i = 0; i < g.world_size; ++i) displs[i] = int(total), total += size_t(sizes[i]);
-      all.resize(total);
+    bool merged = false;
+    if (g.cfg.PROFILE_MERGE == "tree") {
+      merged = MergeProfileInTree(n, &all_refused);
+    } else if (g.cfg.PROFILE_MERGE != "gather" && g.rank == 0) {
+      Warn("INVMW_PROFILE_MERGE=" + g.cfg.PROFILE_MERGE +
+           ": expected tree or gather; using gather");
     }
-    // Every rank calls it even after a failed size gather, so that nobody waits for a partner.
-    gathered = PMPI_Gatherv(g_dump.buffer(), my_size, MPI_BYTE, all.data(), sizes.data(),
-                            displs.data(), MPI_BYTE, 0, g.comm) == MPI_SUCCESS &&
-               gathered;
-    if (g.rank == 0 && !gathered) {
-      Warn("the ranks' data could not be gathered; `invmw profile " + g.output_dir +
-           "` builds the profile from the files each rank saved");
-    } else if (g.rank == 0) {
-      // A rank whose data does not parse is missing from the profile, not a phantom rank.
-      std::vector<profile::RankData> ranks;
-      for (int i = 0; i < g.world_size; ++i) {
-        std::string err;
-        profile::RankData r;
-        if (profile::ParseDump(all.data() + displs[i], size_t(sizes[i]), &r, &err))
-          ranks.push_back(std::move(r));
-        else
-          Warn("rank " + std::to_string(i) + ": " + err);
-      }
-      std::string err;
-      try {
-        nlohmann::json p = profile::BuildProfile(ranks, g_meta, false);
-        AttachResourcesSafely(&p);
-        std::string existed;
-        if (!profile::WriteProfile(g.output_dir, p, &err, false, &existed)) {
-          if (existed.empty()) {
-            Warn(err);
-          } else {  // reported with the others at the end
-            OutputExists(existed.c_str());
-            ++all_refused;
-          }
-        } else if (!g.cfg.RUNTIME_QUIET)
-          std::fprintf(stderr, "invmw: profile written to %s/profile.txt\n", g.output_dir.c_str());
-        if (const std::string d = profile::DroppedNote(p); !d.empty()) Warn("not recorded: " + d);
-      } catch (const std::exception& e) {  // never let the application's MPI_Finalize fail
-        Warn(std::string("profile not written: ") + e.what());
-      }
-    }
+    if (!merged) GatherProfile(n, &all_refused);
   }
   // The trace: every rank has drained its rings (TraceFinalize). By default every rank writes
   // its own locations (trace_parallel.h); rank 0 converts everything itself when asked to

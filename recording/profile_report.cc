@@ -1,4 +1,5 @@
 #include "recording/profile_report.h"
+#include "recording/profile_aggregate.h"
 #include "recording/callsite_report.h"
 
 #include <dirent.h>
@@ -397,33 +398,16 @@ json Histogram(const uint64_t* hist) {
   return h;
 }
 
-struct Across {
-  double min = INFINITY, max = -INFINITY, sum = 0;
-  int n = 0, argmin = -1, argmax = -1;
-  void Add(double v, int rank) {
-    if (v < min) min = v, argmin = rank;
-    if (v > max) max = v, argmax = rank;
-    sum += v;
-    ++n;
-  }
-  json ToJson(int ranks) const {
-    // Ranks that never called the function count as zero.
-    double mn = n < ranks ? std::min(0.0, min) : min;
-    double mean = ranks ? sum / ranks : 0;
-    return json{{"min", n ? mn : 0.0},
-                {"mean", mean},
-                {"max", n ? max : 0.0},
-                {"max_rank", argmax},
-                {"imbalance", mean > 0 ? max / mean : 0.0}};
-  }
-};
-
-// a += b, saturating at 2^64-1; *saturated records that it happened.
-void SatAdd(uint64_t* a, uint64_t b, bool* saturated) {
-  if (__builtin_add_overflow(*a, b, a)) {
-    *a = UINT64_MAX;
-    *saturated = true;
-  }
+// min/mean/max over ranks as profile.json gives them.
+json AcrossJson(const AcrossRanks& a, int ranks) {
+  // Ranks that never called the function count as zero.
+  double mn = a.n < ranks ? std::min(0.0, a.min) : a.min;
+  double mean = ranks ? a.sum / ranks : 0;
+  return json{{"min", a.n ? mn : 0.0},
+              {"mean", mean},
+              {"max", a.n ? a.max : 0.0},
+              {"max_rank", a.argmax},
+              {"imbalance", mean > 0 ? a.max / mean : 0.0}};
 }
 
 }  // namespace
@@ -462,113 +446,86 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
             [](const RankData* a, const RankData* b) { return a->header.rank < b->header.rank; });
 
   std::set<int> present;
-  std::set<std::string> hosts;
+  RunAggregate agg;
   json jranks = json::array();
-  std::map<std::string, json> fn_totals;
-  std::map<std::string, Across> fn_time;
-  // Per function: the histograms summed over ranks, `histogram`, `histogram_sent`,
-  // `histogram_recv` one after the other (3 x kHistBins).
-  std::map<std::string, std::vector<uint64_t>> fn_hist;
-  Across wall, mpi_time;
-  double mpi_after_init_sum = 0, wall_after_init_sum = 0;
-  bool any_incomplete = incomplete;
-  std::set<std::string> saturated;  // "MPI_Send.calls": sums over ranks that hit 2^64-1
-
   for (const auto* r : ranks) {
-    const auto& h = r->header;
-    present.insert(h.rank);
-    hosts.insert(h.host);
-    // ParseDump rejects other rates; a caller's own RankData is not trusted to be parsed.
-    const double tps = std::isfinite(h.ticks_per_second) && h.ticks_per_second > 0
-                           ? h.ticks_per_second
-                           : std::numeric_limits<double>::quiet_NaN();
-    json fns = json::object();
-    double mpi_s = 0, init_call_s = 0;
-    for (const auto& f : r->funcs) {
-      double t = double(f.ticks) / tps;
-      mpi_s += t;
-      if (std::strcmp(f.name, "MPI_Init") == 0 || std::strcmp(f.name, "MPI_Init_thread") == 0)
-        init_call_s += t;
-      fns[f.name] = {{"calls", f.calls},
-                     {"time_s", t},
-                     {"max_call_s", double(f.max_ticks) / tps},
-                     {"bytes_sent", f.bytes_sent},
-                     {"bytes_recv", f.bytes_recv},
-                     {"histogram", Histogram(f.hist)},
-                     {"histogram_sent", Histogram(f.hist_sent)},
-                     {"histogram_recv", Histogram(f.hist_recv)}};
-      json& tot = fn_totals[f.name];
-      if (tot.is_null())
-        tot = {{"calls", 0}, {"time_s", 0.0}, {"bytes_sent", 0}, {"bytes_recv", 0}};
-      for (const auto& [key, v] : {std::pair<const char*, uint64_t>{"calls", f.calls},
-                                   {"bytes_sent", f.bytes_sent},
-                                   {"bytes_recv", f.bytes_recv}}) {
-        uint64_t sum = tot[key].get<uint64_t>();
-        bool sat = false;
-        SatAdd(&sum, v, &sat);
-        tot[key] = sum;
-        if (sat) saturated.insert(std::string(f.name) + "." + key);
-      }
-      tot["time_s"] = tot["time_s"].get<double>() + t;
-      fn_time[f.name].Add(t, h.rank);
-      auto& hv = fn_hist[f.name];
-      hv.resize(3 * raw::kHistBins);
-      bool sat[3] = {false, false, false};
-      for (int b = 0; b < raw::kHistBins; ++b) {
-        SatAdd(&hv[b], f.hist[b], &sat[0]);
-        SatAdd(&hv[raw::kHistBins + b], f.hist_sent[b], &sat[1]);
-        SatAdd(&hv[2 * raw::kHistBins + b], f.hist_recv[b], &sat[2]);
-      }
-      if (sat[0]) saturated.insert(std::string(f.name) + ".histogram");
-      if (sat[1]) saturated.insert(std::string(f.name) + ".histogram_sent");
-      if (sat[2]) saturated.insert(std::string(f.name) + ".histogram_recv");
-    }
-    bool rank_incomplete = (h.flags & raw::kFlagIncomplete) != 0;
-    any_incomplete |= rank_incomplete;
-    wall.Add(h.wall_s, h.rank);
-    mpi_time.Add(mpi_s, h.rank);
-    // Start-up left out: the MPI_Init call (the library's and invmw's start-up) from the MPI
-    // time and from the wall time, which both begin at its entry.
-    const double mpi_after_init = std::max(0.0, mpi_s - init_call_s);
-    const double wall_after_init = std::max(0.0, h.wall_s - std::max(h.mpi_init_s, init_call_s));
-    mpi_after_init_sum += mpi_after_init;
-    wall_after_init_sum += wall_after_init;
-    const double share_wo_init = wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0;
-    jranks.push_back({{"rank", h.rank},
-                      {"host", h.host},
-                      {"pid", h.pid},
-                      {"wall_s", h.wall_s},
-                      {"mpi_s", mpi_s},
-                      {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
-                      {"mpi_init_s", h.mpi_init_s},
-                      {"mpi_share_without_init", share_wo_init},
-                      // The MPI_Init call (as the application saw it) minus PMPI_Init's own
-                      // time: invmw's start-up. 0 when MPI_Init was not recorded, and in dumps
-                      // of earlier versions, which counted PMPI_Init's time only.
-                      {"invmw_init_s", std::max(0.0, init_call_s - h.mpi_init_s)},
-                      {"incomplete", rank_incomplete},
-                      {"end", EndReasonName(h.end_reason)},
-                      {"end_signal", h.end_signal},
-                      {"threads", h.num_threads},
-                      {"dropped_thread_calls", h.dropped_threads},
-                      {"dropped_requests", h.dropped_requests},
-                      {"errors", h.errors},
-                      {"functions", fns}});
-    jranks.back()["in_call"] = InCallJson(*r, h);
+    present.insert(r->header.rank);
+    agg.AddRank(*r);
+    jranks.push_back(RankJson(*r));
   }
   json missing = json::array();
   for (int i = 0; i < world; ++i)
     if (!present.count(i)) missing.push_back(i);
-  if (!missing.empty()) any_incomplete = true;
+  return ProfileFromAggregate(agg, meta, incomplete, world, std::move(jranks), std::move(missing),
+                              std::move(problems));
+}
 
-  int n = int(ranks.size());
+json RankJson(const RankData& rd) {
+  const auto& h = rd.header;
+  const RankFigures fig(rd);
+  json fns = json::object();
+  for (const auto& f : rd.funcs) {
+    fns[f.name] = {{"calls", f.calls},
+                   {"time_s", fig.Seconds(f.ticks)},
+                   {"max_call_s", fig.Seconds(f.max_ticks)},
+                   {"bytes_sent", f.bytes_sent},
+                   {"bytes_recv", f.bytes_recv},
+                   {"histogram", Histogram(f.hist)},
+                   {"histogram_sent", Histogram(f.hist_sent)},
+                   {"histogram_recv", Histogram(f.hist_recv)}};
+  }
+  const double mpi_s = fig.mpi_s, init_call_s = fig.init_call_s;
+  const double mpi_after_init = std::max(0.0, mpi_s - init_call_s);
+  const double wall_after_init = std::max(0.0, h.wall_s - std::max(h.mpi_init_s, init_call_s));
+  const double share_wo_init = wall_after_init > 0 ? mpi_after_init / wall_after_init : 0.0;
+  json j = {{"rank", h.rank},
+            {"host", h.host},
+            {"pid", h.pid},
+            {"wall_s", h.wall_s},
+            {"mpi_s", mpi_s},
+            {"mpi_share", h.wall_s > 0 ? mpi_s / h.wall_s : 0.0},
+            {"mpi_init_s", h.mpi_init_s},
+            {"mpi_share_without_init", share_wo_init},
+            // The MPI_Init call (as the application saw it) minus PMPI_Init's own
+            // time: invmw's start-up. 0 when MPI_Init was not recorded, and in dumps
+            // of earlier versions, which counted PMPI_Init's time only.
+            {"invmw_init_s", std::max(0.0, init_call_s - h.mpi_init_s)},
+            {"incomplete", (h.flags & raw::kFlagIncomplete) != 0},
+            {"end", EndReasonName(h.end_reason)},
+            {"end_signal", h.end_signal},
+            {"threads", h.num_threads},
+            {"dropped_thread_calls", h.dropped_threads},
+            {"dropped_requests", h.dropped_requests},
+            {"errors", h.errors},
+            {"functions", fns}};
+  j["in_call"] = InCallJson(rd, h);
+  return j;
+}
+
+json ProfileFromAggregate(const RunAggregate& agg, const RunMeta& meta, bool incomplete, int world,
+                          json ranks, json missing, json problems) {
+  const int n = agg.ranks;
+  bool any_incomplete = incomplete || agg.incomplete || !missing.empty();
   json functions = json::object();
-  for (auto& [name, tot] : fn_totals) {
-    tot["time_across_ranks_s"] = fn_time[name].ToJson(n);
-    tot["histogram"] = Histogram(fn_hist[name].data());
-    tot["histogram_sent"] = Histogram(fn_hist[name].data() + raw::kHistBins);
-    tot["histogram_recv"] = Histogram(fn_hist[name].data() + 2 * raw::kHistBins);
+  std::set<std::string> saturated;  // "MPI_Send.calls": sums over ranks that hit 2^64-1
+  using F = FunctionAggregate;
+  for (const auto& [name, f] : agg.functions) {
+    json tot = {{"calls", f.calls},
+                {"time_s", f.time_s},
+                {"bytes_sent", f.bytes_sent},
+                {"bytes_recv", f.bytes_recv}};
+    tot["time_across_ranks_s"] = AcrossJson(f.time, n);
+    tot["histogram"] = Histogram(f.hist);
+    tot["histogram_sent"] = Histogram(f.hist + raw::kHistBins);
+    tot["histogram_recv"] = Histogram(f.hist + 2 * raw::kHistBins);
     functions[name] = tot;
+    for (const auto& [bit, key] : {std::pair<uint32_t, const char*>{F::kCalls, "calls"},
+                                   {F::kBytesSent, "bytes_sent"},
+                                   {F::kBytesRecv, "bytes_recv"},
+                                   {F::kHist, "histogram"},
+                                   {F::kHistSent, "histogram_sent"},
+                                   {F::kHistRecv, "histogram_recv"}})
+      if (f.saturated & bit) saturated.insert(name + "." + key);
   }
   for (const auto& what : saturated) {
     functions[what.substr(0, what.rfind('.'))]["saturated"] = true;
@@ -577,14 +534,12 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
         ": the sum over ranks exceeds 2^64-1; saturated at 2^64-1 (a corrupt dump?)");
   }
   json meta_j = MetaToJson(meta);
-  meta_j["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));
+  meta_j["hosts"] = json(std::vector<std::string>(agg.hosts.begin(), agg.hosts.end()));
   meta_j["ranks"] = world;
-  if (meta.mpi_library.empty() && !ranks.empty())
-    meta_j["mpi_library"] = ranks.front()->header.mpi_library;
-  if (meta.invmw_version.empty() && !ranks.empty())
-    meta_j["invmw_version"] = ranks.front()->header.invmw_version;
+  if (meta.mpi_library.empty() && n > 0) meta_j["mpi_library"] = agg.first_mpi_library;
+  if (meta.invmw_version.empty() && n > 0) meta_j["invmw_version"] = agg.first_invmw_version;
 
-  double wall_max = n ? wall.max : 0;
+  double wall_max = n ? agg.wall.max : 0;
   json p{{"schema", 1},
          {"tool", "invmw"},
          {"incomplete", any_incomplete},
@@ -593,13 +548,15 @@ json BuildProfile(const std::vector<RankData>& ranks_in, const RunMeta& meta, bo
          {"summary",
           {{"ranks", world},
            {"ranks_reported", n},
-           {"wall_s", wall.ToJson(n)},
-           {"mpi_s", mpi_time.ToJson(n)},
-           {"mpi_share", wall_max > 0 && n ? (mpi_time.sum / n) / (wall.sum / n) : 0.0},
+           {"wall_s", AcrossJson(agg.wall, n)},
+           {"mpi_s", AcrossJson(agg.mpi, n)},
+           {"mpi_share", wall_max > 0 && n ? (agg.mpi.sum / n) / (agg.wall.sum / n) : 0.0},
            {"mpi_share_without_init",
-            wall_after_init_sum > 0 ? mpi_after_init_sum / wall_after_init_sum : 0.0}}},
+            agg.wall_after_init_sum > 0 ? agg.mpi_after_init_sum / agg.wall_after_init_sum : 0.0},
+           {"dropped_thread_calls", agg.dropped_thread_calls},
+           {"dropped_requests", agg.dropped_requests}}},
          {"functions", functions},
-         {"ranks", jranks}};
+         {"ranks", std::move(ranks)}};
   if (!saturated.empty()) p["counters_saturated"] = true;
   if (!problems.empty()) p["raw_problems"] = problems;
   return p;
@@ -629,9 +586,15 @@ void RenderResources(const json& p, std::ostringstream& os);
 
 std::string DroppedNote(const json& p) {
   uint64_t calls = 0, requests = 0;
-  for (const auto& r : p.value("ranks", json::array())) {
-    calls += r.value("dropped_thread_calls", uint64_t(0));
-    requests += r.value("dropped_requests", uint64_t(0));
+  const json& s = p.contains("summary") ? p["summary"] : json();
+  if (s.is_object() && s.contains("dropped_thread_calls")) {  // the ranks may be in files
+    calls = s.value("dropped_thread_calls", uint64_t(0));
+    requests = s.value("dropped_requests", uint64_t(0));
+  } else {  // profiles of earlier versions
+    for (const auto& r : p.value("ranks", json::array())) {
+      calls += r.value("dropped_thread_calls", uint64_t(0));
+      requests += r.value("dropped_requests", uint64_t(0));
+    }
   }
   std::string note;
   if (calls)
@@ -733,6 +696,11 @@ std::string RenderText(const json& p) {
        << " calls, is not in this table: the profile is taken at its entry, while MPI still "
           "works to gather it, so the MPI library's shut-down cannot be timed)\n";
 
+  if (p.contains("rank_files") && p["rank_files"].is_object())
+    os << "\nPer rank: " << p["rank_files"].value("ranks", 0)
+       << " ranks, more than INVMW_PROFILE_INLINE_RANKS; their tables are in "
+       << p["rank_files"].value("files", std::string())
+       << " (`invmw profile DIR` adds them here)\n";
   os << "\nPer rank\n";
   std::snprintf(line, sizeof line, "%6s %-20s %12s %12s %8s  %s\n", "rank", "host", "wall_s",
                 "mpi_s", "mpi_%", "end");
@@ -973,6 +941,79 @@ bool WriteMeta(const std::string& dir, const RunMeta& m, std::string* error, boo
   // Beyond RLIMIT_FSIZE: an error, not SIGXFSZ ending the application (or `invmw run`).
   IgnoreSigxfsz sigxfsz;
   return WriteAtomically(dir + "/meta.json", MetaToJson(m).dump(2) + "\n", replace, error, existed);
+}
+
+std::string RankFilePath(const std::string& dir, int rank) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/raw/profile-%06d.json", rank);
+  return dir + name;
+}
+
+bool WriteRankFile(const std::string& dir, int rank, const json& entry, std::string* error) {
+  IgnoreSigxfsz sigxfsz;  // as in WriteMeta
+  return WriteAtomically(RankFilePath(dir, rank),
+                         entry.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", false,
+                         error, nullptr);
+}
+
+bool ReadRankFiles(const std::string& dir, int ranks, json* out, std::string* error) {
+  json list = json::array();
+  for (int i = 0; i < ranks; ++i) {
+    const std::string path = RankFilePath(dir, i);
+    std::string text, err;
+    if (!rawio::ReadRegularFile(path, 256 << 20, &text, &err)) {
+      *error = path + ": " + err;
+      return false;
+    }
+    json e = json::parse(text, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || !e.contains("functions") ||
+        !e["functions"].is_object()) {
+      *error = path + ": not a rank's profile entry (a JSON object with \"functions\")";
+      return false;
+    }
+    if (!e.contains("rank") || !e["rank"].is_number_integer() || e["rank"].get<int64_t>() != i) {
+      *error = path + ": \"rank\" is " + (e.contains("rank") ? e["rank"].dump() : "missing") +
+               ", expected " + std::to_string(i);
+      return false;
+    }
+    list.push_back(std::move(e));
+  }
+  *out = std::move(list);
+  return true;
+}
+
+bool AssembleRankFiles(const std::string& dir, bool* assembled, std::string* error) {
+  *assembled = false;
+  try {
+    std::string text, err;
+    if (!rawio::ReadRegularFile(dir + "/profile.json", 1ull << 34, &text, &err)) {
+      *error = dir + "/profile.json: " + err;
+      return false;
+    }
+    json p = json::parse(text, nullptr, false);
+    if (p.is_discarded() || !p.is_object()) {
+      *error = dir + "/profile.json: not a JSON object";
+      return false;
+    }
+    if (!p.contains("rank_files") || !p["rank_files"].is_object()) return true;
+    const json& rf = p["rank_files"];
+    if (!rf.contains("ranks") || !rf["ranks"].is_number_integer() ||
+        rf["ranks"].get<int64_t>() < 0 || rf["ranks"].get<int64_t>() > rawio::kMaxWorldSize) {
+      *error = dir + "/profile.json: rank_files.ranks: expected a rank count 0.." +
+               std::to_string(rawio::kMaxWorldSize);
+      return false;
+    }
+    json ranks;
+    if (!ReadRankFiles(dir, rf["ranks"].get<int>(), &ranks, error)) return false;
+    p["ranks"] = std::move(ranks);
+    p.erase("rank_files");
+    if (!WriteProfile(dir, p, error)) return false;
+    *assembled = true;
+    return true;
+  } catch (const std::exception& e) {
+    *error = dir + "/profile.json: the ranks could not be added: " + e.what();
+    return false;
+  }
 }
 
 bool WriteProfile(const std::string& dir, const json& profile, std::string* error, bool replace,

@@ -17,6 +17,8 @@
 
 namespace invmw::profile {
 
+struct RunAggregate;
+
 struct RankData {
   raw::RankHeader header{};
   std::vector<raw::FuncRecord> funcs;
@@ -70,6 +72,15 @@ bool ParseDumpFileName(const std::string& name, int* rank);
 // "counters_saturated": true for the latter), so nothing is counted twice or wraps silently.
 nlohmann::json BuildProfile(const std::vector<RankData>& ranks, const RunMeta& meta,
                             bool incomplete);
+// One rank's entry of profile.json's "ranks" (what BuildProfile lists for it).
+nlohmann::json RankJson(const RankData& r);
+// The profile document from ranks already combined (profile_aggregate.h): BuildProfile's result
+// when agg holds the same ranks. ranks: the per-rank entries to list (may be empty when they
+// stay in files), missing: the world ranks without data, problems: lines for "raw_problems".
+nlohmann::json ProfileFromAggregate(const RunAggregate& agg, const RunMeta& meta, bool incomplete,
+                                    int world, nlohmann::json ranks, nlohmann::json missing,
+                                    nlohmann::json problems);
+
 // Empty, or what the run did not record (calls of threads beyond the thread slots, requests
 // beyond the request table), for profile.txt and a warning at the end of the run.
 std::string DroppedNote(const nlohmann::json& profile);
@@ -103,6 +114,21 @@ bool WriteProfile(const std::string& dir, const nlohmann::json& profile, std::st
 // merge or the profile cannot be written.
 bool MergeDirectory(const std::string& dir, std::string* error, int* ranks_found = nullptr,
                     std::vector<std::string>* problems = nullptr);
+
+// The per-rank half of a profile merged over the tree at MPI_Finalize (docs/profile.md): each
+// rank writes its own "ranks" entry (RankJson) to raw/profile-NNNNNN.json, through a temporary
+// file and a link that never replaces an existing entry.
+std::string RankFilePath(const std::string& dir, int rank);
+bool WriteRankFile(const std::string& dir, int rank, const nlohmann::json& entry,
+                   std::string* error);
+// Reads the entries of ranks 0..ranks-1 (regular files only, each naming its own rank) into
+// *out, in rank order. Errors name the file and what is wrong with it.
+bool ReadRankFiles(const std::string& dir, int ranks, nlohmann::json* out, std::string* error);
+// When dir/profile.json lists its ranks in files ("rank_files", a run of more ranks than
+// INVMW_PROFILE_INLINE_RANKS), puts them into its "ranks" and rewrites profile.json and
+// profile.txt; *assembled says whether it did. False with *error when the files cannot be read
+// (profile.json then stays as it was).
+bool AssembleRankFiles(const std::string& dir, bool* assembled, std::string* error);
 
 std::string RawDumpPath(const std::string& dir, int rank);
 // raw/live-NNNNNN.bin: a rank's live counter file (raw_format.h LiveHeader).
