@@ -99,7 +99,7 @@ struct WaitCandidate {
 };
 
 // One top-level MPI call (or pause) of a rank.
-// Fields ordered without padding (48 bytes): every call of every rank is held until the
+// Fields ordered without padding (56 bytes): every call of every rank is held until the
 // collectives are matched.
 struct Call {
   double start = 0, end = 0;
@@ -113,9 +113,11 @@ struct Call {
   bool coll_data = false;  // ... that moved data
   uint16_t phase = 0;
   Category wait_cat = kIdle;
-  bool cut_off = false;  // the run ended inside the call: all of it was waiting
+  bool cut_off = false;            // the run ended inside the call: all of it was waiting
+  uint32_t region = UINT32_MAX;    // the MPI function
+  uint32_t callsite = UINT32_MAX;  // its calling context (Trace::callsites), UINT32_MAX none
 };
-static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
+static_assert(sizeof(Call) == 56, "Call grew: it is held per call of every rank");
 
 // One rank's part in one collective operation (32 bytes: one per collective of every rank is
 // held until the collectives are matched).
@@ -274,6 +276,8 @@ class LocationScanner {
     cur_.start = e.time;
     cur_.calls = e.calls;
     cur_.kind = k;
+    cur_.region = e.region;
+    cur_.callsite = e.callsite;
     cur_.phase = phase_;
     cands_.clear();
     stack_.assign(1, k);
@@ -501,10 +505,12 @@ size_t CutSegments(RankWork& w, bool count_only) {
   size_t n = 0;
   size_t mi = 0;  // next phase mark
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
+  Times* site = nullptr;  // the call's call-site times, while its segments are cut
   auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
     ++n;
     if (count_only) return;
+    if (site) (*site)[c] += b - a;
     Segment s;
     s.start = a;
     s.end = b;
@@ -528,8 +534,14 @@ size_t CutSegments(RankWork& w, bool count_only) {
   for (const Call& c : w.calls) {
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
+    site = nullptr;
     gap(t, s);
     if (!count_only) tl.calls += c.calls;
+    if (!count_only && c.callsite != UINT32_MAX) {
+      RankTimeline::SiteTimes& st = tl.callsites[{c.region, c.callsite}];
+      st.calls += c.calls;
+      site = &st.t;
+    }
     double a = s;
     if (c.cut_off) {
       // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
@@ -570,6 +582,7 @@ size_t CutSegments(RankWork& w, bool count_only) {
     add(b, e, kUnallocated, c.phase);
     t = e;
   }
+  site = nullptr;
   gap(t, tl.end);
   return n;
 }
@@ -579,6 +592,7 @@ void Segments(RankWork& w) {
   segs.clear();
   segs.shrink_to_fit();
   segs.reserve(CutSegments(w, true));
+  w.tl->callsites.clear();
   CutSegments(w, false);
 }
 

@@ -53,7 +53,7 @@ TEST(CallSiteFile, ErrorsNameLineAndField) {
       {"abcd /usr", "abcd usr", "line 6: mapping path"},
       {"1020,1030", "1020,,1030", "line 9: site addresses"},
       {"depth 1", "depth 9", "line 3: depth"},
-      {"invmw-callsites 1", "invmw-callsites 2", "line 1:"},
+      {"invmw-callsites 1", "invmw-callsites 3", "line 1:"},
       {"end 2\n", "end 2\nsite MPI_Send 1 1 1 1 1 1\n", "line 12: text after"},
   };
   for (const Case& c : cases) {
