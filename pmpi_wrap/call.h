@@ -41,6 +41,7 @@ class Call {
     if (ts_->sites) {
       ts_->site_pcs[0] = reinterpret_cast<uint64_t>(ra);
       ts_->site_n = 1;
+      ts_->site_slot1 = 0;  // set by Finish: a record of this call never names another's site
       if (__builtin_expect(g_callsite_depth > 1, 0) && ra)
         CallSitesCaptureDeep(ts_, reinterpret_cast<uint64_t>(ra), fortran);
     }
