@@ -99,7 +99,7 @@ struct WaitCandidate {
 };
 
 // One top-level MPI call (or pause) of a rank.
-// Fields ordered without padding (56 bytes): every call of every rank is held until the
+// Fields ordered without padding (48 bytes): every call of every rank is held until the
 // collectives are matched.
 struct Call {
   double start = 0, end = 0;
@@ -113,11 +113,17 @@ struct Call {
   bool coll_data = false;  // ... that moved data
   uint16_t phase = 0;
   Category wait_cat = kIdle;
-  bool cut_off = false;            // the run ended inside the call: all of it was waiting
-  uint32_t region = UINT32_MAX;    // the MPI function
-  uint32_t callsite = UINT32_MAX;  // its calling context (Trace::callsites), UINT32_MAX none
+  bool cut_off = false;  // the run ended inside the call: all of it was waiting
 };
-static_assert(sizeof(Call) == 56, "Call grew: it is held per call of every rank");
+static_assert(sizeof(Call) == 48, "Call grew: it is held per call of every rank");
+
+// The calling context of a call that has one (RankWork::sites): kept apart from Call, so that
+// traces without contexts hold nothing more per call.
+struct CallSiteOf {
+  size_t call;        // index into RankWork::calls
+  uint32_t region;    // the MPI function
+  uint32_t callsite;  // Trace::callsites
+};
 
 // One rank's part in one collective operation (32 bytes: one per collective of every rank is
 // held until the collectives are matched).
@@ -140,7 +146,8 @@ struct PhaseMark {
 struct RankWork {
   RankTimeline* tl;
   std::vector<Call> calls;
-  std::vector<PhaseMark> marks;  // phase changes in time order (first: phase at the start)
+  std::vector<CallSiteOf> sites;  // by call index, ascending
+  std::vector<PhaseMark> marks;   // phase changes in time order (first: phase at the start)
 };
 
 // Phase names shared across ranks.
@@ -208,7 +215,7 @@ class LocationScanner {
     if (tl_.end < tl_.start) tl_.end = tl_.start;
     if (in_call_) {  // a call still open at the end of a partial trace
       cur_.end = last_time_;
-      if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) w_.calls.push_back(cur_);
+      if (cur_.kind != Kind::kFinalize && cur_.kind != Kind::kInit) PushCall();
     }
   }
 
@@ -276,8 +283,8 @@ class LocationScanner {
     cur_.start = e.time;
     cur_.calls = e.calls;
     cur_.kind = k;
-    cur_.region = e.region;
-    cur_.callsite = e.callsite;
+    cur_region_ = e.region;
+    cur_site_ = e.callsite;
     cur_.phase = phase_;
     cands_.clear();
     stack_.assign(1, k);
@@ -330,7 +337,7 @@ class LocationScanner {
       tl_.end = cur_.start;
       return false;
     }
-    w_.calls.push_back(cur_);
+    PushCall();
     if (cur_.kind == Kind::kPcontrol && source_ == PhaseSource::kPcontrol) {
       // Whether it starts a phase depends on the next event (Feed).
       pcontrol_pending_ = true;
@@ -420,6 +427,12 @@ class LocationScanner {
   std::vector<Kind> stack_;     // regions open inside the current top-level call
   std::vector<uint32_t> user_;  // open user regions outside MPI calls
   Call cur_;
+  uint32_t cur_region_ = UINT32_MAX, cur_site_ = UINT32_MAX;  // the open call's context
+
+  void PushCall() {
+    if (cur_site_ != UINT32_MAX) w_.sites.push_back({w_.calls.size(), cur_region_, cur_site_});
+    w_.calls.push_back(cur_);
+  }
   bool in_call_ = false;
   double flush_start_ = 0;
   uint16_t phase_ = 0;
@@ -531,14 +544,19 @@ size_t CutSegments(RankWork& w, bool count_only) {
     add(a, b, kComputation, phase);
   };
   double t = tl.start;
-  for (const Call& c : w.calls) {
+  size_t next_site = 0;
+  for (size_t ci = 0; ci < w.calls.size(); ++ci) {
+    const Call& c = w.calls[ci];
+    const CallSiteOf* cs = nullptr;
+    while (next_site < w.sites.size() && w.sites[next_site].call < ci) ++next_site;
+    if (next_site < w.sites.size() && w.sites[next_site].call == ci) cs = &w.sites[next_site];
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
     site = nullptr;
     gap(t, s);
     if (!count_only) tl.calls += c.calls;
-    if (!count_only && c.callsite != UINT32_MAX) {
-      RankTimeline::SiteTimes& st = tl.callsites[{c.region, c.callsite}];
+    if (!count_only && cs) {
+      RankTimeline::SiteTimes& st = tl.callsites[{cs->region, cs->callsite}];
       st.calls += c.calls;
       site = &st.t;
     }
@@ -794,6 +812,7 @@ Timelines BuildTimelines(const Trace& t,
   ParallelFor(work.size(), threads, [&](size_t i) {
     Segments(work[i]);
     std::vector<Call>().swap(work[i].calls);  // the segments say it all now
+    std::vector<CallSiteOf>().swap(work[i].sites);
   });
   for (auto& w : work) {
     for (const auto& s : w.tl->segments)
