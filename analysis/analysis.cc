@@ -185,6 +185,35 @@ Analysis AnalyzeTrace(const invmw::otf2::Trace& trace, const AnalyzeOptions& opt
   std::sort(w.rbegin(), w.rend());
   for (const auto& x : w) a.waited_for.push_back(x.second);
 
+  std::map<std::pair<std::string, uint32_t>, size_t> site_index;  // (function, context)
+  for (const RankTimeline& r : tl.ranks)
+    for (const auto& [key, st] : r.callsites) {
+      const std::string fn = key.first < trace.regions.size() ? trace.regions[key.first].name : "?";
+      auto [it, added] = site_index.emplace(std::make_pair(fn, key.second), a.callsites.size());
+      if (added) {
+        CallSiteWait w;
+        w.function = fn;
+        if (key.second < trace.callsites.size()) {
+          const auto& c = trace.callsites[key.second];
+          w.caller = c.function;
+          w.file = c.file;
+          w.line = c.line;
+        }
+        w.location = !w.file.empty() && w.line ? w.file + ":" + std::to_string(w.line)
+                                               : (w.caller.empty() ? "?" : w.caller);
+        a.callsites.push_back(w);
+      }
+      CallSiteWait& w = a.callsites[it->second];
+      w.calls += st.calls;
+      ++w.ranks;
+      w.t += st.t;
+      w.time += ObservedTotal(st.t) + st.t[kPaused];
+    }
+  std::stable_sort(a.callsites.begin(), a.callsites.end(),
+                   [](const CallSiteWait& x, const CallSiteWait& y) {
+                     return x.t[kIdle] + x.t[kSyncWait] > y.t[kIdle] + y.t[kSyncWait];
+                   });
+
   if (a.partial) a.notes.push_back("the trace is partial (a rank crashed or dropped events)");
   if (a.other_thread_events)
     a.notes.push_back(std::to_string(a.other_thread_events) +
@@ -312,6 +341,24 @@ nlohmann::json ToJson(const Analysis& a) {
                            {"memory_io", c.memory_io},
                            {"unallocated", c.unallocated}}},
                          {"reason", c.reason}};
+  if (!a.callsites.empty()) {
+    nlohmann::json cs = nlohmann::json::array();
+    for (const CallSiteWait& w : a.callsites)
+      cs.push_back({{"function", w.function},
+                    {"location", w.location},
+                    {"caller", w.caller},
+                    {"file", w.file},
+                    {"line", w.line},
+                    {"calls", w.calls},
+                    {"ranks", w.ranks},
+                    {"time_s", w.time},
+                    {"idle_s", w.t[kIdle]},
+                    {"sync_wait_s", w.t[kSyncWait]},
+                    {"idle_share", w.time > 0 ? w.t[kIdle] / w.time : 0.0},
+                    {"sync_wait_share", w.time > 0 ? w.t[kSyncWait] / w.time : 0.0},
+                    {"times", TimesJson(w.t)}});
+    j["callsites"] = cs;
+  }
   j["notes"] = a.notes;
   return j;
 }
@@ -393,6 +440,17 @@ std::string FormatText(const Analysis& a) {
   for (const auto& [rank, t] : cp.by_rank)
     Appendf(s, "  rank %-7d %11.6f s on the path, computation %.6f s\n", rank,
             ObservedTotal(t) + t[kPaused], t[kComputation]);
+  if (!a.callsites.empty()) {
+    Appendf(s, "\nWaiting per call site (idle: late partner; sync wait: last arrival)\n");
+    size_t shown = 0;
+    for (const CallSiteWait& w : a.callsites) {
+      if (shown++ == 20) break;
+      Appendf(s, "  %-14s at %-28s %6llu calls %11.6f s: idle %5.1f%%, sync wait %5.1f%%\n",
+              w.function.c_str(), w.location.c_str(), (unsigned long long)w.calls, w.time,
+              w.time > 0 ? 100 * w.t[kIdle] / w.time : 0.0,
+              w.time > 0 ? 100 * w.t[kSyncWait] / w.time : 0.0);
+    }
+  }
   const Classification& c = a.classification;
   Appendf(s, "\nClassification: %s\n  %s\n", c.label.c_str(), c.reason.c_str());
   for (const auto& r : a.ranks)

@@ -101,6 +101,20 @@ struct MessageSummary {
   double send_time, recv_post_time, recv_time;
 };
 
+// The time of the MPI calls made at one call site (one MPI function at one calling context of
+// the trace, over all ranks), split as the calls are: "this MPI_Recv at solver.c:212 waits 40%
+// of its time for a late sender" is idle / time.
+struct CallSiteWait {
+  std::string function;  // MPI function
+  std::string caller;    // the application function that made the call ("" unknown)
+  std::string file;      // "" without debug information
+  uint32_t line = 0;
+  std::string location;  // file:line, else the caller
+  uint64_t calls = 0;
+  int ranks = 0;    // ranks that called there
+  Times t{};        // over ranks
+  double time = 0;  // all of it
+};
 struct Analysis {
   std::string trace_path;
   double start = 0, end = 0, wall = 0;  // earliest window start, latest window end
@@ -122,6 +136,9 @@ struct Analysis {
 
   Timelines timelines;              // the segments behind the figures
   std::vector<MessageSummary> p2p;  // every matched message (AnalyzeOptions::keep_details)
+  // Calls with a calling context (traces with invmw:callsite), by idle + sync_wait, largest
+  // first.
+  std::vector<CallSiteWait> callsites;
 };
 
 Analysis Analyze(const invmw::otf2::TraceData& trace, const AnalyzeOptions& options = {});

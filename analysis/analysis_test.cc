@@ -460,6 +460,57 @@ TEST(Analysis, CompactAnalysisGivesTheSameFigures) {
   EXPECT_EQ(compact.phase_names.size(), 2u);
 }
 
+// Call sites (issue 22): the calls of a call site get exactly their own segments' times, and
+// each call (or coalesced visit) is counted once, in the full and in the compact analysis.
+TEST(Analysis, CallSiteTimesAreTheirCallsSegmentsCountedOnce) {
+  TraceBuilder b(2);
+  b.Init(0, 0.0).Init(1, 0.0);
+  b.Recv(0, 1, 0.1, 0.3005, 1000);  // idle 0.2 waiting for the late sender
+  b.Send(1, 0, 0.3, 0.3004, 1000);
+  b.Barrier(0, 0.35, 0.40).Barrier(1, 0.38, 0.40);
+  b.Finalize(0, 0.5).Finalize(1, 0.5);
+  invmw::otf2::Trace trace = b.Build();
+  trace.callsites.resize(2);
+  trace.callsites[0] = {"solve", "solver.c", 212};
+  trace.callsites[1] = {"step", "", 0};
+  for (auto& l : trace.locations)
+    for (auto& e : l.events) {
+      if (e.type != invmw::otf2::TraceEvent::kEnter) continue;
+      const std::string& n = trace.regions[e.region].name;
+      if (n == "MPI_Recv") e.callsite = 0;
+      if (n == "MPI_Barrier") {
+        e.callsite = 1;
+        e.calls = 3;  // a coalesced visit
+      }
+    }
+  const Analysis full = Analyze(trace);
+  AnalyzeOptions o;
+  o.keep_details = false;
+  const Analysis compact = Analyze(std::move(trace), o);
+  EXPECT_EQ(ToJson(compact).dump(1), ToJson(full).dump(1));
+  ASSERT_EQ(full.callsites.size(), 2u);
+  const CallSiteWait& recv = full.callsites[0];  // the most idle first
+  EXPECT_EQ(recv.function, "MPI_Recv");
+  EXPECT_EQ(recv.location, "solver.c:212");
+  EXPECT_EQ(recv.calls, 1u);
+  EXPECT_EQ(recv.ranks, 1);
+  EXPECT_NEAR(recv.t[kIdle], 0.2, kEps);
+  EXPECT_NEAR(recv.time, 0.2005, kEps);
+  const CallSiteWait& bar = full.callsites[1];
+  EXPECT_EQ(bar.function, "MPI_Barrier");
+  EXPECT_EQ(bar.location, "step");
+  EXPECT_EQ(bar.calls, 6u);
+  EXPECT_EQ(bar.ranks, 2);
+  EXPECT_NEAR(bar.time, 0.05 + 0.02, kEps);
+  EXPECT_NEAR(bar.t[kSyncWait], 0.03, kEps);
+  EXPECT_NEAR(bar.t[kComputation], 0.0, kEps);
+  for (const auto& r : full.timelines.ranks) {
+    uint64_t site_calls = 0;
+    for (const auto& [key, st] : r.callsites) site_calls += st.calls;
+    EXPECT_LE(site_calls, r.calls) << "rank " << r.rank;
+  }
+}
+
 // A segment that does not start where the one before it ended keeps its start apart.
 TEST(Analysis, CompactSegmentsKeepStartsThatBreakTheTiling) {
   CompactSegments c;

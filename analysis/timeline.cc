@@ -156,6 +156,14 @@ struct PartnerEnd {
 };
 static_assert(sizeof(PartnerEnd) == 16, "PartnerEnd is held per message end");
 
+// The calling context of a call that has one (RankWork::sites): kept apart from Call, so that
+// traces without contexts hold nothing more per call.
+struct CallSiteOf {
+  uint32_t call;      // index into RankWork::calls
+  uint32_t region;    // the MPI function
+  uint32_t callsite;  // Trace::callsites
+};
+
 // One rank's part in one collective operation (32 bytes: one per collective of every rank is
 // held until the collectives are matched).
 struct Participation {
@@ -179,6 +187,7 @@ struct RankWork {
   std::vector<Call> calls;
   std::vector<std::pair<uint32_t, double>> flush;    // (call, time in invmw:flush), nonzero
   std::vector<std::pair<uint32_t, uint32_t>> multi;  // (call, calls it stands for), not 1
+  std::vector<CallSiteOf> sites;                     // calls with a calling context, by call
   std::vector<PhaseMark> marks;  // phase changes in time order (first: phase at the start)
 };
 
@@ -276,6 +285,7 @@ class LocationScanner {
     const uint32_t k = uint32_t(w_.calls.size());
     if (cur_flush_ != 0) w_.flush.push_back({k, cur_flush_});
     if (cur_calls_ != 1) w_.multi.push_back({k, cur_calls_});
+    if (cur_site_ != UINT32_MAX) w_.sites.push_back({k, cur_region_, cur_site_});
     w_.calls.push_back(cur_);
   }
 
@@ -325,6 +335,8 @@ class LocationScanner {
     cur_flush_ = 0;
     cur_calls_ = e.calls;
     cur_.kind = k;
+    cur_region_ = e.region;
+    cur_site_ = e.callsite;
     cur_.phase = phase_;
     cands_.clear();
     stack_.assign(1, k);
@@ -371,6 +383,7 @@ class LocationScanner {
       w_.calls.clear();
       w_.flush.clear();
       w_.multi.clear();
+      w_.sites.clear();
       parts_.resize(parts_begin_);
       w_.marks.front().time = tl_.start;
       return true;
@@ -468,6 +481,7 @@ class LocationScanner {
   Call cur_;
   double cur_flush_ = 0;    // time in invmw:flush inside the current call
   uint32_t cur_calls_ = 1;  // calls the current visit stands for
+  uint32_t cur_region_ = UINT32_MAX, cur_site_ = UINT32_MAX;  // the open call's context
   bool in_call_ = false;
   double flush_start_ = 0;
   uint16_t phase_ = 0;
@@ -556,8 +570,10 @@ void CutSegments(const RankWork& w, Add&& add_segment) {
   size_t mi = 0;          // next phase mark
   size_t fi = 0, ci = 0;  // next entries of w.flush and w.multi
   uint16_t phase = w.marks.empty() ? 0 : w.marks[0].phase;
+  Times* site = nullptr;  // the call's call-site times, while its segments are cut
   auto add = [&](double a, double b, Category c, uint16_t ph, int32_t jr = -1) {
     if (b <= a) return;
+    if (site) (*site)[c] += b - a;
     add_segment(a, b, c, ph, jr);
   };
   // Computation from a to b, cut where the phase changes.
@@ -572,6 +588,7 @@ void CutSegments(const RankWork& w, Add&& add_segment) {
     add(a, b, kComputation, phase);
   };
   double t = tl.start;
+  size_t si = 0;  // next entry of w.sites
   for (size_t k = 0; k < w.calls.size(); ++k) {
     const Call& c = w.calls[k];
     double c_flush = 0;
@@ -580,10 +597,15 @@ void CutSegments(const RankWork& w, Add&& add_segment) {
     uint32_t c_calls = 1;
     while (ci < w.multi.size() && w.multi[ci].first < k) ++ci;
     if (ci < w.multi.size() && w.multi[ci].first == k) c_calls = w.multi[ci].second;
+    const CallSiteOf* cs = nullptr;
+    while (si < w.sites.size() && w.sites[si].call < k) ++si;
+    if (si < w.sites.size() && w.sites[si].call == k) cs = &w.sites[si];
     const double s = std::max(c.start, t), e = std::min(c.end, tl.end);
     if (e <= s) continue;
+    site = nullptr;
     gap(t, s);
     add_segment.calls += c_calls;
+    if (cs) site = add_segment.Site(*cs, c_calls);
     double a = s;
     if (c.Has(Call::kCutOff)) {
       // Cut off by an abnormal end (a partner died): waiting until the rank's recording ended,
@@ -626,6 +648,7 @@ void CutSegments(const RankWork& w, Add&& add_segment) {
     add(b, e, kUnallocated, c.phase);
     t = e;
   }
+  site = nullptr;
   gap(t, tl.end);
 }
 
@@ -635,6 +658,8 @@ struct CountSegments {
   size_t n = 0;
   uint64_t calls = 0;
   void operator()(double, double, Category, uint16_t, int32_t) { ++n; }
+  // Call sites are summed in the filing pass alone.
+  Times* Site(const CallSiteOf&, uint32_t) { return nullptr; }
 };
 
 // Files the segments in the rank's compact form (and as Segments when kept) and sums them per
@@ -644,6 +669,12 @@ struct FileSegments {
   bool keep;
   double prev_end;
   uint64_t calls = 0;
+  // The times of the call's call site, which the call's segments are added to.
+  Times* Site(const CallSiteOf& s, uint32_t c_calls) {
+    RankTimeline::SiteTimes& st = tl.callsites[{s.region, s.callsite}];
+    st.calls += c_calls;
+    return &st.t;
+  }
   void operator()(double a, double b, Category c, uint16_t ph, int32_t jr) {
     CompactSegments& cs = tl.compact;
     if (uint32_t(jr + 1) >= (1u << 27))
@@ -688,6 +719,7 @@ void Segments(RankWork& w, bool keep_segments, size_t nphases) {
   tl.phase_times.assign(nphases, Times{});
   tl.phase_first.assign(nphases, std::numeric_limits<double>::infinity());
   tl.phase_last.assign(nphases, -std::numeric_limits<double>::infinity());
+  tl.callsites.clear();
   FileSegments file{tl, keep_segments, tl.start};
   CutSegments(w, file);
   tl.calls += file.calls;
@@ -942,6 +974,7 @@ Timelines BuildTimelines(const Trace& t,
     std::vector<Call>().swap(work[i].calls);
     std::vector<std::pair<uint32_t, double>>().swap(work[i].flush);
     std::vector<std::pair<uint32_t, uint32_t>>().swap(work[i].multi);
+    std::vector<CallSiteOf>().swap(work[i].sites);
   });
   for (auto& w : work) {
     const RankTimeline& r = *w.tl;

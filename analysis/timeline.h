@@ -86,6 +86,13 @@ struct RankTimeline {
   std::vector<double> phase_first, phase_last;
   uint64_t calls = 0;  // MPI calls in the window
   uint64_t messages_sent = 0, bytes_sent = 0;
+  // Per (MPI function region, calling context) of the calls that carry one (Enter attribute
+  // invmw:callsite, Trace::callsites): calls and their time per category.
+  struct SiteTimes {
+    uint64_t calls = 0;
+    Times t{};
+  };
+  std::map<std::pair<uint32_t, uint32_t>, SiteTimes> callsites;
 };
 
 enum class PhaseSource { kPcontrol, kUserRegions, kWholeRun };

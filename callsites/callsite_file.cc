@@ -61,6 +61,7 @@ bool ParseRankFile(const std::string& text, RankFile* out, std::string* error) {
   size_t at = 0;
   int lineno = 0;
   bool in_maps = false, header = false, ended = false;
+  int32_t thread = -1;  // the table the following site rows belong to (format 2)
   auto fail = [&](const std::string& m) {
     *error = "line " + std::to_string(lineno) + ": " + m;
     return false;
@@ -79,8 +80,10 @@ bool ParseRankFile(const std::string& text, RankFile* out, std::string* error) {
     std::string key, w;
     if (!Word(line, &pos, &key)) return fail("empty line");
     if (!header) {
-      if (key != "invmw-callsites" || !Word(line, &pos, &w) || w != "1" || Word(line, &pos, &w))
-        return fail("expected \"invmw-callsites 1\" (a call-site file of format 1)");
+      // Format 2 adds "thread" lines and the slots of site rows (for the trace).
+      if (key != "invmw-callsites" || !Word(line, &pos, &w) || (w != "1" && w != "2") ||
+          Word(line, &pos, &w))
+        return fail("expected \"invmw-callsites 1\" or \"invmw-callsites 2\" (a call-site file)");
       header = true;
       continue;
     }
@@ -154,8 +157,20 @@ bool ParseRankFile(const std::string& text, RankFile* out, std::string* error) {
         if (row.pcs.size() > size_t(kMaxDepth)) return fail("site addresses: more than 8 frames");
         p = e + 1;
       }
-      if (Word(line, &pos, &w)) return fail("site: unexpected field after the addresses");
+      if (Word(line, &pos, &w)) {
+        uint64_t slot;
+        if (w.size() < 2 || w[0] != '@' || !ParseU64(w.substr(1), 10, &slot) || slot >= (1u << 20))
+          return fail("site slot: expected @ and a table slot below 1048576");
+        row.thread = thread;
+        row.slot = int32_t(slot);
+        if (Word(line, &pos, &w)) return fail("site: unexpected field after the slot");
+      }
       out->sites.push_back(std::move(row));
+    } else if (key == "thread") {
+      uint64_t v;
+      if (!Word(line, &pos, &w) || !ParseU64(w, 10, &v) || v > 999 || Word(line, &pos, &w))
+        return fail("thread: expected a thread index 0..999");
+      thread = int32_t(v);
     } else if (key == "end") {
       uint64_t v;
       if (!Word(line, &pos, &w) || !ParseU64(w, 10, &v) || Word(line, &pos, &w))

@@ -34,6 +34,9 @@ struct SiteRow {
   std::string function;
   Counters c;
   std::vector<uint64_t> pcs;  // return addresses, innermost first
+  // Format 2: the thread slot whose table held the row and the row's slot there (what the
+  // thread's trace records name); -1 in files of format 1.
+  int32_t thread = -1, slot = -1;
 };
 
 struct UnattributedRow {

@@ -48,6 +48,24 @@ TEST(CallSiteFile, ParsesWhatTheRuntimeWrites) {
   EXPECT_TRUE(f.complete);
 }
 
+// Format 2: the thread lines and slots that link the trace's records to the sites.
+TEST(CallSiteFile, ParsesThreadsAndSlotsOfFormat2) {
+  std::string text = kGood;
+  text.replace(text.find("invmw-callsites 1"), 17, "invmw-callsites 2");
+  text.replace(text.find("site MPI_Send 3 300 200 24 0 1010\n"), 34,
+               "thread 3\nsite MPI_Send 3 300 200 24 0 1010 @17\n");
+  callsites::RankFile f;
+  std::string err;
+  ASSERT_TRUE(callsites::ParseRankFile(text, &f, &err)) << err;
+  ASSERT_EQ(f.sites.size(), 2u);
+  EXPECT_EQ(f.sites[0].thread, 3);
+  EXPECT_EQ(f.sites[0].slot, 17);
+  EXPECT_EQ(f.sites[1].slot, -1);
+  text.replace(text.find("@17"), 3, "@x");
+  EXPECT_FALSE(callsites::ParseRankFile(text, &f, &err));
+  EXPECT_EQ(err.rfind("line 9: site slot", 0), 0u) << err;
+}
+
 TEST(CallSiteFile, ErrorsNameLineAndField) {
   struct Case {
     std::string from, to, want;
@@ -57,7 +75,7 @@ TEST(CallSiteFile, ErrorsNameLineAndField) {
       {"abcd /usr", "abcd usr", "line 6: mapping path"},
       {"1020,1030", "1020,,1030", "line 9: site addresses"},
       {"depth 1", "depth 9", "line 3: depth"},
-      {"invmw-callsites 1", "invmw-callsites 2", "line 1:"},
+      {"invmw-callsites 1", "invmw-callsites 3", "line 1:"},
       {"end 2\n", "end 2\nsite MPI_Send 1 1 1 1 1 1\n", "line 12: text after"},
   };
   for (const Case& c : cases) {

@@ -40,7 +40,9 @@
 namespace invmw::trace {
 
 constexpr uint32_t kEventMagic = 0x56454d49;  // "IMEV"
-constexpr uint32_t kEventVersion = 1;
+// 2: kCall records may carry their call-site slot (kFlagCallSite); readers of version 1 files
+// find the flag clear.
+constexpr uint32_t kEventVersion = 2;
 
 struct EventFileHeader {
   uint32_t magic;
@@ -81,7 +83,21 @@ enum RecordType : uint8_t {
 enum RecordFlags : uint8_t {
   kFlagPersistent = 1,  // the request is persistent
   kFlagAnySource = 2,   // the receive was posted with MPI_ANY_SOURCE
+  kFlagCallSite = 4,    // kCall only (version >= 2): request's high kCallSiteSlotBits hold the
+                        // call's slot + 1 in its thread's call-site table (see below)
 };
+
+// The call site of a kCall record, without a record of its own (a separate record whenever a
+// thread's site changes made a ping-pong's raw trace 47% larger): request ids count a rank's
+// nonblocking requests from 1, so their high bits are zero until 2^40 requests; the slot of the
+// call's (function, call site) entry in its thread's table (INVMW_WRAP_CALLSITE_SLOTS <= 2^20)
+// goes there, and kFlagCallSite says so. A call whose request id or slot does not fit carries
+// no site (flag clear, request as is), so no request id is ever changed. The per-rank call-site
+// file (DIR/callsites/rank-NNNNNN.txt) maps (thread, slot) to the site's addresses; readers
+// strip the slot with CallRequest() before using the request.
+constexpr int kCallSiteSlotShift = 40;
+constexpr uint64_t kCallSiteRequestMask = (uint64_t(1) << kCallSiteSlotShift) - 1;
+constexpr uint32_t kCallSiteMaxSlot1 = (1u << (64 - kCallSiteSlotShift)) - 1;
 
 // 64 bytes, naturally aligned. Peers are world ranks; -1 none, -2 MPI_PROC_NULL.
 struct EventRecord {
@@ -100,6 +116,23 @@ struct EventRecord {
   int32_t tag2;   // MPI_Sendrecv's receive tag
 };
 static_assert(sizeof(EventRecord) == 64, "EventRecord must stay 64 bytes");
+
+// kCall records: the call-site slot + 1 (0: none), and the request id without it.
+inline uint32_t CallSiteSlot1(const EventRecord& r) {
+  return r.type == kCall && (r.flags & kFlagCallSite) ? uint32_t(r.request >> kCallSiteSlotShift)
+                                                      : 0;
+}
+inline uint64_t CallRequest(const EventRecord& r) {
+  return r.type == kCall && (r.flags & kFlagCallSite) ? r.request & kCallSiteRequestMask
+                                                      : r.request;
+}
+// The writer's side (hot path): packs slot1 when both fit.
+inline void PackCallSite(EventRecord* r, uint32_t slot1) {
+  if (slot1 && slot1 <= kCallSiteMaxSlot1 && r->request <= kCallSiteRequestMask) {
+    r->request |= uint64_t(slot1) << kCallSiteSlotShift;
+    r->flags |= kFlagCallSite;
+  }
+}
 
 // The same 64 bytes for type kCounters; `type` sits where EventRecord has it. Values are
 // the counters named by the defs "counters" line, in its order.

@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "otf2_writer/converter.h"
 #include "callsites/callsites.h"
+#include "callsites/trace_names.h"
 #include "recording/profile_report.h"
 #include "pvm_wrap/merge.h"
 
@@ -131,6 +132,17 @@ void AddCallSites(const FinishOptions& o) {
     std::fprintf(stderr, "invmw: call sites resolved into %s/profile.txt\n", o.out.c_str());
 }
 
+// The trace's calling contexts, named by object+offset by the ranks, get file:line names: only
+// the archive's global definitions are rewritten (callsites/trace_names.h).
+void NameTraceContexts(const FinishOptions& o) {
+  std::vector<std::string> problems;
+  const callsites::TraceNames n = callsites::NameTraceCallSites(o.out, "traces", &problems);
+  for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
+  if (n.ok && n.renamed && !o.quiet)
+    std::fprintf(stderr, "invmw: trace: %zu calling contexts named (%.3f s)\n", n.renamed,
+                 n.seconds);
+}
+
 }  // namespace
 
 void FinishRun(const FinishOptions& o, int status) {
@@ -143,6 +155,7 @@ void FinishRun(const FinishOptions& o, int status) {
   if (has_profile) AddRankFiles(o);
   if (has_profile) AddCallSites(o);
   RecoverTrace(o);
+  NameTraceContexts(o);
 }
 
 int PassOnStatus(int status) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "callsites/trace_names.h"
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "otf2_writer/converter.h"
@@ -54,6 +55,9 @@ int Convert(int argc, char** argv, bool recover) {
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
+  // The calling contexts the converter named by object+offset get their file:line names, as
+  // `invmw run`'s finish step gives them (the archive's global definitions only).
+  callsites::NameTraceCallSites(dirs[0], name, &r.problems);
   for (const auto& p : r.problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
   if (!quiet)
     std::printf("%s: %d of %d ranks, %llu locations, %llu raw records -> %llu OTF2 events%s\n",

@@ -108,6 +108,8 @@ struct State {
   OTF2_AttributeRef attr_comm = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_coalesced = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_cut_off = OTF2_UNDEFINED_ATTRIBUTE;
+  OTF2_AttributeRef attr_callsite = OTF2_UNDEFINED_ATTRIBUTE;
+  std::unordered_map<uint32_t, std::pair<std::string, uint32_t>> scls;  // file, line
   // Deques: no doubling slack nor copy when they grow, and freed block by block as matched.
   std::deque<PendingSend> sends;
   std::deque<PendingRecv> recvs;
@@ -242,6 +244,27 @@ OTF2_CallbackCode DefAttribute(void* u, OTF2_AttributeRef self, OTF2_StringRef n
   if (n == "invmw:posted_comm" && type == OTF2_TYPE_COMM) S(u)->attr_comm = self;
   if (n == "invmw:coalesced_calls" && type == OTF2_TYPE_UINT64) S(u)->attr_coalesced = self;
   if (n == "invmw:cut_off" && type == OTF2_TYPE_UINT8) S(u)->attr_cut_off = self;
+  if (n == "invmw:callsite" && type == OTF2_TYPE_CALLING_CONTEXT) S(u)->attr_callsite = self;
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefSourceCodeLocation(void* u, OTF2_SourceCodeLocationRef self,
+                                        OTF2_StringRef file, uint32_t line) {
+  S(u)->scls[self] = {S(u)->Str(file), line};
+  return OTF2_CALLBACK_SUCCESS;
+}
+OTF2_CallbackCode DefCallingContext(void* u, OTF2_CallingContextRef self, OTF2_RegionRef region,
+                                    OTF2_SourceCodeLocationRef scl, OTF2_CallingContextRef) {
+  auto& c = S(u)->t->callsites;
+  if (self >= (1u << 24)) return OTF2_CALLBACK_SUCCESS;  // not invmw's dense numbering
+  if (c.size() <= self) c.resize(self + 1);
+  const auto& regions = S(u)->t->regions;
+  c[self].function = region < regions.size() ? regions[region].name : "";
+  // Line 0: a location not resolved (yet): its file string is the object+offset label.
+  auto it = S(u)->scls.find(scl);
+  if (it != S(u)->scls.end() && it->second.second > 0) {
+    c[self].file = it->second.first;
+    c[self].line = it->second.second;
+  }
   return OTF2_CALLBACK_SUCCESS;
 }
 OTF2_CallbackCode DefComm(void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
@@ -284,6 +307,11 @@ OTF2_CallbackCode EvEnter(INVMW_EVT_HEAD, OTF2_RegionRef region) {
       OTF2_AttributeList_GetUint64(attrs, S(u)->attr_coalesced, &calls) == OTF2_SUCCESS &&
       calls > 1)
     e.calls = uint32_t(std::min<uint64_t>(calls, UINT32_MAX));
+  OTF2_CallingContextRef ctx;
+  if (attrs && S(u)->attr_callsite != OTF2_UNDEFINED_ATTRIBUTE &&
+      OTF2_AttributeList_GetCallingContextRef(attrs, S(u)->attr_callsite, &ctx) == OTF2_SUCCESS &&
+      ctx < S(u)->t->callsites.size())
+    e.callsite = ctx;
   S(u)->open_enters[li].push_back(e.time);
   return OTF2_CALLBACK_SUCCESS;
 }
@@ -636,6 +664,8 @@ void ReadGlobalDefs(OTF2_Reader* reader, const std::string& path, State* s) {
   OTF2_GlobalDefReaderCallbacks_SetGroupCallback(dc, DefGroup);
   OTF2_GlobalDefReaderCallbacks_SetCommCallback(dc, DefComm);
   OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(dc, DefAttribute);
+  OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(dc, DefSourceCodeLocation);
+  OTF2_GlobalDefReaderCallbacks_SetCallingContextCallback(dc, DefCallingContext);
   OTF2_GlobalDefReaderCallbacks_SetMetricMemberCallback(dc, DefMetricMember);
   OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback(dc, DefMetricClass);
   Check(OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dc, s), path,
@@ -852,6 +882,7 @@ void ReadPart(const std::string& path, const std::vector<char>& ranks, State* s,
   s->attr_comm = d.attr_comm;
   s->attr_coalesced = d.attr_coalesced;
   s->attr_cut_off = d.attr_cut_off;
+  s->attr_callsite = d.attr_callsite;
   OpenLocations(reader, path, s->t, ranks, s->keep_events, metrics, stream);
   ReadEvents(reader, path, s);
 }
@@ -929,6 +960,7 @@ void StreamRankEvents(const Trace& t, int32_t rank,
   light.timer_resolution = t.timer_resolution;
   light.global_offset = t.global_offset;
   light.regions = t.regions;
+  light.callsites = t.callsites;
   light.comms = t.comms;
   light.locations.reserve(t.locations.size());
   for (const auto& l : t.locations) {

@@ -56,6 +56,9 @@ struct TraceEvent {
   uint32_t tag = 0;
   uint32_t coll_op = UINT32_MAX;
   uint32_t calls = 1;  // Enter: the calls one visit stands for (invmw:coalesced_calls)
+  // Enter: the call's calling context (invmw:callsite), an index into Trace::callsites;
+  // UINT32_MAX when the call carries none.
+  uint32_t callsite = UINT32_MAX;
   Type type = kOther;
   bool cut_off = false;  // Leave: the run ended abnormally inside this call (invmw:cut_off)
 };
@@ -156,6 +159,14 @@ struct Trace {
   uint64_t realtime_ns = 0;  // UINT64_MAX when unknown
   std::map<std::string, std::string> properties;
   std::vector<TraceRegion> regions;  // by region ref
+  // Calling contexts by reference: where in the application a call was made (the Enter's
+  // invmw:callsite attribute). function: the context's region; file and line from its
+  // SourceCodeLocation ("" and 0 without one).
+  struct CallSite {
+    std::string function, file;
+    uint32_t line = 0;
+  };
+  std::vector<CallSite> callsites;
   std::map<uint32_t, TraceComm> comms;
   std::vector<TraceLocation> locations;  // by location id order (metric locations excluded)
   std::vector<TraceMetricMember> metric_members;             // by member ref

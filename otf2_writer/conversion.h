@@ -88,6 +88,23 @@ class RegionTable {
   std::map<std::string, OTF2_RegionRef> region_of_;
 };
 
+// Calling contexts of call sites, one per object+offset label across ranks (trace_callsites.h),
+// in the order the ranks name them, so that the parallel writer's unified table equals the
+// serial converter's.
+class ContextTable {
+ public:
+  uint32_t Ref(const std::string& label) {
+    auto [it, added] = of_.emplace(label, uint32_t(labels_.size()));
+    if (added) labels_.push_back(label);
+    return it->second;
+  }
+  const std::vector<std::string>& labels() const { return labels_; }
+
+ private:
+  std::vector<std::string> labels_;
+  std::map<std::string, uint32_t> of_;
+};
+
 // invmw's artificial regions, defined before any function so their references are fixed.
 struct InvmwRegions {
   OTF2_RegionRef flush, pause, init;
@@ -102,6 +119,7 @@ struct Conversion {
   RegionTable regions;
   InvmwRegions invmw_regions;
   MetricDefs metric_defs;
+  ContextTable contexts;
   std::map<int32_t, ClockModel> clocks;
   std::vector<LocationOut> locations;
   std::vector<uint64_t> empty_locations;  // ranks that left no usable defs
@@ -109,6 +127,8 @@ struct Conversion {
 };
 
 InvmwRegions DefineInvmwRegions(RegionTable* regions);
+// The rank's call-site labels into c->contexts (before any rank's events are written).
+void AddRankContexts(const RawRank& rank, Conversion* c);
 // The rank's clock model into c->clocks, its drops and partial flag into c->result.
 void TakeRankClockAndDrops(const RawRank& rank, Conversion* c);
 // The rank's MPI events on its thread locations (appended to c->locations); loads and frees

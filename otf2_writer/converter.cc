@@ -16,6 +16,7 @@
 #include "otf2_writer/output_files.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/raw_samples.h"
+#include "otf2_writer/trace_callsites.h"
 
 namespace invmw::otf2 {
 namespace fs = std::filesystem;
@@ -63,6 +64,11 @@ constexpr OTF2_AttributeRef kPostedCommAttribute = 3;
 // return; its Leave is the time the rank's recording ended. The Enter of such a call carries
 // the posted_* attributes for what it waited for, when known.
 constexpr OTF2_AttributeRef kCutOffAttribute = 4;
+// The Enter of a call whose call site the rank recorded: its calling context (a CallingContext
+// whose region is the application's function and SourceCodeLocation the line, named by object
+// and offset until the finish step resolves them, callsite_names.h). Defined only when the
+// trace has contexts.
+constexpr OTF2_AttributeRef kCallSiteAttribute = 5;
 
 class Strings {
  public:
@@ -70,6 +76,11 @@ class Strings {
     auto [it, added] = refs_.emplace(s, OTF2_StringRef(order_.size()));
     if (added) order_.push_back(s);
     return it->second;
+  }
+  // A string of its own, never shared: one the finish step rewrites (callsite_names.h).
+  OTF2_StringRef Fresh(const std::string& s) {
+    order_.push_back(s);
+    return OTF2_StringRef(order_.size() - 1);
   }
   void Write(OTF2_GlobalDefWriter* w) const {
     for (size_t i = 0; i < order_.size(); ++i)
@@ -91,6 +102,7 @@ struct Unit {
   std::vector<std::pair<uint64_t, uint64_t>> starts;
   // Counter values at the call's entry and exit (a kCounters record stored just before it).
   const trace::CounterRecord* counters = nullptr;
+  uint32_t site1 = 0;  // kCall: its call-site slot + 1 in its thread's table (0: none)
 };
 
 // Writes one rank's samples as asynchronous metrics on the rank's metric location. Stamps are
@@ -169,13 +181,18 @@ class RankWriter {
   ~RankWriter() { OTF2_AttributeList_Delete(coalesced_attrs_); }
   // The synchronous metric class of this rank's per-call counters (INVMW_TRACE_COUNTERS).
   void SetCounterClass(uint32_t cls) { sync_class_ = cls; }
+  // The rank's call sites: (thread index, slot) -> calling context reference.
+  void SetContexts(std::map<std::pair<int32_t, uint32_t>, uint32_t> ctx) {
+    contexts_ = std::move(ctx);
+  }
   RankWriter(const RankWriter&) = delete;
   RankWriter& operator=(const RankWriter&) = delete;
 
   uint64_t Run(std::vector<LocationOut>* outs) {
     const size_t nthreads = rank_.threads.size();
     std::vector<std::vector<Unit>> units(nthreads);
-    for (size_t i = 0; i < nthreads; ++i) units[i] = MakeUnits(rank_.threads[i].records);
+    for (size_t i = 0; i < nthreads; ++i)
+      units[i] = MakeUnits(rank_.threads[i].records, rank_.threads[i].site_slots);
     writers_.resize(nthreads);
     last_.assign(nthreads, 0);
     locs_.resize(nthreads);
@@ -259,7 +276,8 @@ class RankWriter {
            type == trace::kSendPart || type == trace::kRecvPart || type == trace::kInit;
   }
 
-  std::vector<Unit> MakeUnits(const std::vector<EventRecord>& recs) {
+  std::vector<Unit> MakeUnits(const std::vector<EventRecord>& recs,
+                              const std::vector<uint32_t>& site_slots) {
     std::vector<Unit> out;
     out.reserve(recs.size());
     std::vector<const EventRecord*> pending;
@@ -278,6 +296,7 @@ class RankWriter {
         continue;
       }
       Unit u{&r, {}, {}, nullptr};
+      if (!site_slots.empty()) u.site1 = site_slots[size_t(&r - recs.data())];
       if (r.type == trace::kCall && counters && counters->func == r.func &&
           counters->count <= rank_.counter_names.size() && sync_class_ != kNoClass)
         u.counters = counters;
@@ -431,7 +450,21 @@ class RankWriter {
     const FunctionInfo* f = Func(r.func);
     if (!f) return;
     const OTF2_RegionRef reg = regions_[r.func];
-    Check(OTF2_EvtWriter_Enter(W(), nullptr, T(r.t_enter), reg), "Enter");
+    OTF2_AttributeList* enter_attrs = nullptr;
+    if (u.site1) {
+      auto it = contexts_.find({rank_.threads[cur_].index, u.site1 - 1});
+      if (it == contexts_.end()) {
+        ++(*issues_)["calls whose call site is not in the rank's call-site file (no context)"];
+      } else {
+        OTF2_AttributeValue v;
+        v.callingContextRef = it->second;
+        Check(OTF2_AttributeList_AddAttribute(coalesced_attrs_, kCallSiteAttribute,
+                                              OTF2_TYPE_CALLING_CONTEXT, v),
+              "AddAttribute");
+        enter_attrs = coalesced_attrs_;
+      }
+    }
+    Check(OTF2_EvtWriter_Enter(W(), enter_attrs, T(r.t_enter), reg), "Enter");
     if (u.counters) WriteCounters(r.t_enter, u.counters->enter, u.counters->count);
     // Only calls that carry a communicator look it up (RMA and I/O records have none).
     uint32_t gcomm_cache = kNoComm;
@@ -708,6 +741,7 @@ class RankWriter {
   OTF2_AttributeList* coalesced_attrs_;  // event attributes; emptied by each write that uses it
   static constexpr uint32_t kNoClass = UINT32_MAX;
   uint32_t sync_class_ = kNoClass;
+  std::map<std::pair<int32_t, uint32_t>, uint32_t> contexts_;
   std::vector<OTF2_EvtWriter*> writers_;
   std::vector<uint64_t> last_;
   std::vector<LocationOut> locs_;
@@ -771,11 +805,21 @@ void WriteRankEvents(OTF2_Archive* archive, RawRank* rank, Conversion* c) {
            "counters", "value at MPI call entry and exit", true}));
     w.SetCounterClass(c->metric_defs.ClassRef(set, true));
   }
+  RankTraceSites sites;
+  std::vector<std::string> reported;  // AddRankContexts reported them
+  if (LoadTraceSites(c->run_dir, rank->rank, &sites, &reported)) {
+    std::map<std::pair<int32_t, uint32_t>, uint32_t> ctx;
+    for (const auto& [key, label] : sites.site_of) ctx[key] = c->contexts.Ref(sites.labels[label]);
+    w.SetContexts(std::move(ctx));
+  }
   result.events_out += w.Run(&c->locations);
   for (const auto& [what, n] : rank_issues)
     result.problems.push_back("rank " + std::to_string(rank->rank) + ": " + std::to_string(n) +
                               " " + what);
-  for (auto& t : rank->threads) std::vector<EventRecord>().swap(t.records);  // bounded memory
+  for (auto& t : rank->threads) {  // bounded memory
+    std::vector<EventRecord>().swap(t.records);
+    std::vector<uint32_t>().swap(t.site_slots);
+  }
 }
 
 // The sampler's series of the rank, if it left any, on the rank's metric location.
@@ -811,7 +855,15 @@ void WriteEmptyLocations(OTF2_Archive* archive, Conversion* c) {
 }
 
 // The event files of every location: ranks one at a time, then the empty ones.
+void AddRankContexts(const RawRank& rank, Conversion* c) {
+  RankTraceSites sites;
+  if (LoadTraceSites(c->run_dir, rank.rank, &sites, &c->result.problems))
+    for (const std::string& l : sites.labels) c->contexts.Ref(l);
+}
+
 void WriteEvents(OTF2_Archive* archive, Conversion* c) {
+  // Contexts first, in rank order, as the parallel writer unifies them.
+  for (const RawRank& rank : c->run.ranks) AddRankContexts(rank, c);
   Check(OTF2_Archive_OpenEvtFiles(archive), "OpenEvtFiles");
   for (RawRank& rank : c->run.ranks) {
     TakeRankClockAndDrops(rank, c);
@@ -888,8 +940,9 @@ struct GlobalStrings {
   std::vector<OTF2_StringRef> comms;
   OTF2_StringRef missing_loc;
   OTF2_StringRef coalesced, coalesced_desc, psrc, psrc_desc, ptag, ptag_desc, pcomm, pcomm_desc,
-      cutoff, cutoff_desc;
+      cutoff, cutoff_desc, callsite, callsite_desc;
   std::vector<OTF2_StringRef> mname, mdesc, munit;
+  std::vector<OTF2_StringRef> ctx_key, ctx_name, ctx_file;  // per calling context
 };
 
 GlobalStrings CollectStrings(const Conversion& c, Strings& str) {
@@ -925,6 +978,15 @@ GlobalStrings CollectStrings(const Conversion& c, Strings& str) {
   s.cutoff_desc =
       str("the call had not returned when the run ended abnormally: this Leave is the end of "
           "the rank's recording, not the call's return");
+  if (!c.contexts.labels().empty()) {
+    s.callsite = str("invmw:callsite");
+    s.callsite_desc = str("where the application made this MPI call (its calling context)");
+  }
+  for (const auto& l : c.contexts.labels()) {
+    s.ctx_key.push_back(str(kContextKeyPrefix + l));
+    s.ctx_name.push_back(str.Fresh(l));
+    s.ctx_file.push_back(str.Fresh(l));
+  }
   for (const auto& m : c.metric_defs.members) {
     s.mname.push_back(str(m.name));
     s.mdesc.push_back(str(m.description));
@@ -949,6 +1011,27 @@ void WriteAttributes(OTF2_GlobalDefWriter* g, const GlobalStrings& s) {
   Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCutOffAttribute, s.cutoff, s.cutoff_desc,
                                             OTF2_TYPE_UINT8),
         "Attribute");
+}
+
+// Per call site: a USER region (the application's function; canonical name the key the finish
+// step finds it by), a SourceCodeLocation (line 0 until resolved), and the CallingContext the
+// Enter events name. Named by object+offset here; the finish step rewrites the strings and lines
+// in traces.def only, keeping every reference and the number of definitions (callsite_names.h).
+void WriteCallSiteContexts(OTF2_GlobalDefWriter* g, const Conversion& c, const GlobalStrings& s) {
+  const size_t nreg = c.regions.regions().size();
+  for (size_t i = 0; i < c.contexts.labels().size(); ++i) {
+    Check(OTF2_GlobalDefWriter_WriteRegion(g, OTF2_RegionRef(nreg + i), s.ctx_name[i], s.ctx_key[i],
+                                           s.empty, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER,
+                                           OTF2_REGION_FLAG_NONE, s.empty, 0, 0),
+          "Region");
+    Check(OTF2_GlobalDefWriter_WriteSourceCodeLocation(g, OTF2_SourceCodeLocationRef(i),
+                                                       s.ctx_file[i], 0),
+          "SourceCodeLocation");
+    Check(OTF2_GlobalDefWriter_WriteCallingContext(
+              g, OTF2_CallingContextRef(i), OTF2_RegionRef(nreg + i), OTF2_SourceCodeLocationRef(i),
+              OTF2_UNDEFINED_CALLING_CONTEXT),
+          "CallingContext");
+  }
 }
 
 void WriteRegionsAndMetrics(OTF2_GlobalDefWriter* g, const Conversion& c, const GlobalStrings& s) {
@@ -1058,7 +1141,12 @@ void WriteGlobalDefs(OTF2_Archive* archive, Conversion* c) {
   GlobalStrings s = CollectStrings(*c, str);
   str.Write(g);
   WriteAttributes(g, s);
+  if (!c->contexts.labels().empty())
+    Check(OTF2_GlobalDefWriter_WriteAttribute(g, kCallSiteAttribute, s.callsite, s.callsite_desc,
+                                              OTF2_TYPE_CALLING_CONTEXT),
+          "Attribute");
   WriteRegionsAndMetrics(g, *c, s);
+  WriteCallSiteContexts(g, *c, s);
   WriteSystemTree(g, *c, s);
   WriteLocations(g, c, s);
   WriteCommunicators(g, *c, s);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,8 @@
 
 #include "common/subprocess.h"
 #include "otf2_reader/perfetto_export.h"
+#include "common/event_format.h"
+#include "otf2_writer/callsite_names.h"
 #include "otf2_writer/raw_run.h"
 #include "otf2_writer/tests/synthetic_run.h"
 #include "otf2_reader/trace_check.h"
@@ -756,6 +760,121 @@ TEST(StreamingCheck, FindsTheSameDefectsAsTheInMemoryCheck) {
     EXPECT_TRUE(found) << "no failure \"" << what << "\"";
   }
   if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace invmw::otf2
+
+namespace invmw::otf2 {
+namespace {
+
+std::map<std::string, std::string> FilesUnder(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      out[e.path().string()].assign(std::istreambuf_iterator<char>(in), {});
+    }
+  return out;
+}
+
+// Call sites (issue 22): kCall records carry their call-site slot in request's high bits
+// (no record of their own); the converter turns (thread, slot) into calling contexts named by
+// object+offset through the rank's call-site file, and NameTraceContexts renames them in
+// traces.def alone.
+TEST_F(ConvertedRun, CallSiteSlotsBecomeCallingContextsAndAreRenamedInTheDefsOnly) {
+  trace::EventRecord big{};
+  big.type = trace::kCall;
+  big.request = uint64_t(1) << 40;
+  trace::PackCallSite(&big, 3);
+  EXPECT_EQ(big.request, uint64_t(1) << 40) << "a request id that does not fit is kept";
+  EXPECT_EQ(trace::CallSiteSlot1(big), 0u);
+
+  Make(SyntheticOptions{}, "callsites");
+  const Trace plain = ReadTrace(Archive());
+  const std::string file = dir_ + "/raw/events-000001-000.bin";
+  std::vector<char> bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  trace::EventFileHeader h;
+  ASSERT_GE(bytes.size(), sizeof h);
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const size_t n = (bytes.size() - h.header_size) / sizeof(trace::EventRecord);
+  auto* recs = reinterpret_cast<trace::EventRecord*>(bytes.data() + h.header_size);
+  uint64_t calls = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (recs[i].type == trace::kCall) trace::PackCallSite(&recs[i], ++calls % 2 ? 6 : 10);
+  ASSERT_GT(calls, 4u);
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    ASSERT_TRUE(out.good());
+  }
+  fs::create_directories(dir_ + "/callsites");
+  {
+    std::ofstream out(dir_ + "/callsites/rank-000001.txt");
+    out << "invmw-callsites 2\nrank 1\ndepth 1\nticks_per_second 1000000000.0\nmaps init\n"
+           "m 400000 500000 0 400000 - /usr/bin/app\nend-maps\nthread 0\n"
+           "site MPI_Send 1 1 1 1 0 401000 @5\nsite MPI_Recv 1 1 1 0 1 402000 @9\nend 0\n";
+  }
+  const ConvertResult r = ConvertToOtf2(dir_);
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+  Trace t = ReadTrace(Archive());
+  ASSERT_EQ(t.callsites.size(), 2u);
+  EXPECT_EQ(t.callsites[0].function, "app+0x1000");
+  EXPECT_EQ(t.callsites[1].function, "app+0x2000");
+  EXPECT_EQ(t.callsites[0].line, 0u);
+  // The same events and messages as without slots (request ids intact), plus the contexts.
+  ASSERT_EQ(t.locations.size(), plain.locations.size());
+  uint64_t with_site[2] = {0, 0};
+  for (size_t l = 0; l < t.locations.size(); ++l) {
+    ASSERT_EQ(t.locations[l].events.size(), plain.locations[l].events.size());
+    for (size_t i = 0; i < t.locations[l].events.size(); ++i) {
+      const TraceEvent& e = t.locations[l].events[i];
+      EXPECT_EQ(e.type, plain.locations[l].events[i].type);
+      EXPECT_EQ(e.request, plain.locations[l].events[i].request);
+      if (e.type == TraceEvent::kEnter && e.callsite != UINT32_MAX) {
+        EXPECT_EQ(t.locations[l].rank, 1);
+        ++with_site[e.callsite];
+      }
+    }
+  }
+  EXPECT_EQ(with_site[0] + with_site[1], calls);
+  EXPECT_EQ(with_site[0], (calls + 1) / 2);
+
+  // Renaming: traces.def only.
+  const auto events_before = FilesUnder(dir_ + "/traces");
+  std::string anchor_before;
+  {
+    std::ifstream in(Archive(), std::ios::binary);
+    anchor_before.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const NameResult named =
+      NameTraceContexts(dir_, "traces", {{"app+0x1000", {"solve", "src/solver.c", 212}}});
+  ASSERT_TRUE(named.ok) << named.error;
+  EXPECT_EQ(named.contexts, 2u);
+  EXPECT_EQ(named.renamed, 1u);
+  EXPECT_EQ(FilesUnder(dir_ + "/traces"), events_before);
+  {
+    std::ifstream in(Archive(), std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), anchor_before);
+  }
+  t = ReadTrace(Archive());
+  ASSERT_EQ(t.callsites.size(), 2u);
+  EXPECT_EQ(t.callsites[0].function, "solve");
+  EXPECT_EQ(t.callsites[0].file, "src/solver.c");
+  EXPECT_EQ(t.callsites[0].line, 212u);
+  EXPECT_EQ(t.callsites[1].function, "app+0x2000");
+  // Again, with a better name: found by the label kept in the canonical name.
+  ASSERT_TRUE(NameTraceContexts(dir_, "traces", {{"app+0x1000", {"solve2", "solver.c", 213}}}).ok);
+  t = ReadTrace(Archive());
+  EXPECT_EQ(t.callsites[0].function, "solve2");
+  EXPECT_EQ(t.callsites[0].line, 213u);
+  std::string out;
+  ASSERT_EQ(RunArgv({INVMW_OTF2_PRINT, "-G", Archive()}, &out), 0) << out;
+  EXPECT_NE(out.find("solver.c"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "otf2_writer/function_info.h"
 #include "otf2_writer/otf2_open.h"
 #include "otf2_writer/output_files.h"
+#include "otf2_writer/trace_callsites.h"
 
 namespace invmw::otf2 {
 namespace {
@@ -57,6 +58,8 @@ struct DefSet {
   std::set<std::pair<std::vector<std::string>, bool>> class_keys;
   std::vector<CommIdentity> comms;
   std::set<std::tuple<bool, std::vector<int32_t>, std::vector<int32_t>, int>> comm_keys;
+  std::vector<std::string> contexts;  // call-site labels (trace_callsites.h)
+  std::set<std::string> context_keys;
   std::vector<std::string> errors;  // "rank R: ..." of ranks that cannot take part
 
   void AddRegion(const Func& f) {
@@ -71,13 +74,13 @@ struct DefSet {
   void AddComm(const CommIdentity& c) {
     if (comm_keys.insert(c.Key()).second) comms.push_back(c);
   }
+  void AddContext(const std::string& label) {
+    if (context_keys.insert(label).second) contexts.push_back(label);
+  }
 
   json ToJson() const {
-    json j = {{"regions", json::array()},
-              {"members", json::array()},
-              {"classes", json::array()},
-              {"comms", json::array()},
-              {"errors", errors}};
+    json j = {{"regions", json::array()}, {"members", json::array()}, {"classes", json::array()},
+              {"comms", json::array()},   {"contexts", contexts},     {"errors", errors}};
     for (const auto& f : regions) j["regions"].push_back({f.name, f.kind, f.cls});
     for (const auto& m : members)
       j["members"].push_back({m.name, m.unit, m.source, m.description, m.accumulated});
@@ -103,6 +106,7 @@ struct DefSet {
       id.k = c.at(3).get<int>();
       AddComm(id);
     }
+    for (const auto& l : j.at("contexts")) AddContext(l.get<std::string>());
     for (const auto& e : j.at("errors")) errors.push_back(e.get<std::string>());
   }
 };
@@ -134,6 +138,9 @@ void LocalDefs(const std::string& run_dir, const RawRank& rank, DefSet* d,
       }
       d->AddClass(keys, false);
     }
+  RankTraceSites sites;
+  if (LoadTraceSites(run_dir, rank.rank, &sites, problems))
+    for (const std::string& l : sites.labels) d->AddContext(l);
   for (const CommIdentity& c : RankCommIdentities(rank)) {
     d->AddComm(c);
     if (std::find(c.a.begin(), c.a.end(), rank.rank) == c.a.end() &&
@@ -151,6 +158,7 @@ void Seed(const DefSet& d, const RawRank& rank, int32_t world_size, Conversion* 
   for (const auto& f : d.regions)
     c->regions.Ref(f.name, ClassifyFunction(f.name, f.kind, f.cls).role, OTF2_REGION_FLAG_NONE);
   for (const auto& m : d.members) c->metric_defs.MemberRef(m);
+  for (const auto& l : d.contexts) c->contexts.Ref(l);
   for (const auto& [keys, sync] : d.classes) {
     std::vector<uint32_t> refs;
     for (const auto& k : keys) refs.push_back(c->metric_defs.member_of.at(k));

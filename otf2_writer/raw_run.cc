@@ -278,7 +278,8 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
       r->damaged = true;
       continue;
     }
-    if (h.magic != trace::kEventMagic || h.version != trace::kEventVersion ||
+    // Version 1 differs only in having no call-site slots (kFlagCallSite never set).
+    if (h.magic != trace::kEventMagic || (h.version != trace::kEventVersion && h.version != 1) ||
         h.header_size != sizeof h || h.record_size != sizeof(trace::EventRecord)) {
       problems->push_back(name + ": header is not an invmw event file of version " +
                           std::to_string(trace::kEventVersion) + " with " +
@@ -316,6 +317,16 @@ void LoadRankEvents(const std::string& run_dir, RawRank* r, std::vector<std::str
       std::vector<trace::EventRecord>().swap(it->records);
       r->damaged = true;
       continue;
+    }
+    // Call-site slots leave the request field here, so no reader of records sees them.
+    for (size_t k = 0; k < it->records.size(); ++k) {
+      trace::EventRecord& rec = it->records[k];
+      if (const uint32_t slot1 = trace::CallSiteSlot1(rec)) {
+        if (it->site_slots.empty()) it->site_slots.assign(it->records.size(), 0);
+        it->site_slots[k] = slot1;
+        rec.request = trace::CallRequest(rec);
+        rec.flags &= uint8_t(~trace::kFlagCallSite);
+      }
     }
     if (uint64_t rest = body % sizeof(trace::EventRecord)) {
       problems->push_back(name + ": last record cut short (" + std::to_string(rest) +

@@ -39,6 +39,9 @@ struct RawThread {
   int32_t index = 0;
   std::string name;  // "main" or "thread T"
   std::vector<trace::EventRecord> records;
+  // Per record: its call-site slot + 1 in the thread's call-site table (0 none), taken out of
+  // kCall records' request field (event_format.h kFlagCallSite); empty when no record has one.
+  std::vector<uint32_t> site_slots;
 };
 
 struct RawRank {

@@ -65,6 +65,12 @@ void Call::EmitRecord(uint64_t sent, uint64_t recv, int peer, int tag, uint32_t 
   e.flags = 0;
   e.peer2 = peer2;
   e.tag2 = tag2;
+  if (type == trace::kCall) {
+    // Finish() ran just before and left the call's slot; taken once, so a record of a path
+    // that does not count the call never inherits another call's site.
+    trace::PackCallSite(&e, ts_->site_slot1);
+    ts_->site_slot1 = 0;
+  }
   if (type == trace::kTestFail) {
     e.bytes_sent = 1;  // the number of calls the record stands for
     // Ticks spent inside the calls: the application's work between coalesced polls is not

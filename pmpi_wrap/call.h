@@ -41,6 +41,7 @@ class Call {
     if (ts_->sites) {
       ts_->site_pcs[0] = reinterpret_cast<uint64_t>(ra);
       ts_->site_n = 1;
+      ts_->site_slot1 = 0;  // set by Finish: a record of this call never names another's site
       if (__builtin_expect(g_callsite_depth > 1, 0) && ra)
         CallSitesCaptureDeep(ts_, reinterpret_cast<uint64_t>(ra), fortran);
     }
@@ -317,9 +318,13 @@ class Call {
     if (dirs & kAuto) dirs |= (sent ? kSends : 0) | (recv ? kRecvs : 0);
     if (!(dirs & kNoBin)) Bin(s, sent, recv, dirs);
     t1_ = t0_ + dt;
-    if (ts_->sites &&
-        __builtin_expect(ts_->sites->Add(f_, ts_->site_pcs, ts_->site_n, dt, sent, recv), 0))
-      CallSitesNewSite(ts_->site_pcs[0]);
+    if (ts_->sites) {
+      const uint32_t s = ts_->sites->Add(f_, ts_->site_pcs, ts_->site_n, dt, sent, recv);
+      // The call's record (EmitRecord, right after) carries the slot: no record of its own.
+      ts_->site_slot1 = s & recording::CallSiteTable::kSlot1Mask;
+      if (__builtin_expect(s & recording::CallSiteTable::kAdded, 0))
+        CallSitesNewSite(ts_->site_pcs[0]);
+    }
   }
 
   FuncId f_;

@@ -205,7 +205,7 @@ void CallSitesFinalize() {
   for (int i = 0, n = ThreadCount(); i < n; ++i) {
     const ThreadState* ts = ThreadAt(i);
     if (!ts || !ts->sites) continue;
-    ok = recording::WriteCallSiteRows(g_fd, *ts->sites, kFuncNames) && ok;
+    ok = recording::WriteCallSiteRows(g_fd, *ts->sites, ts->index, kFuncNames) && ok;
     for (uint32_t f = 0; f < ts->sites->num_funcs(); ++f)
       unattributed += ts->sites->unattributed(f).calls;
   }

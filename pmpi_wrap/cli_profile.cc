@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/verb.h"
 #include "callsites/callsites.h"
+#include "callsites/trace_names.h"
 #include "recording/profile_report.h"
 
 namespace invmw::cli {
@@ -62,6 +63,10 @@ int ProfileCmd(int argc, char** argv) {
     const bool ok = callsites::AttachToProfile(dir, &attached, &err, &problems, merge);
     for (const auto& p : problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
     if (!ok) std::fprintf(stderr, "invmw: warning: call sites not added: %s\n", err.c_str());
+    // And the trace's calling contexts (its global definitions only, not its events).
+    std::vector<std::string> trace_problems;
+    callsites::NameTraceCallSites(dir, "traces", &trace_problems);
+    for (const auto& p : trace_problems) std::fprintf(stderr, "invmw: warning: %s\n", p.c_str());
   }
   std::ifstream in(dir + (json_out ? "/profile.json" : "/profile.txt"));
   if (!in) return Fail(dir + ": cannot read the profile");

@@ -19,7 +19,7 @@
 namespace invmw::recording {
 class TraceBuffer;
 class CallSiteTable;
-}
+}  // namespace invmw::recording
 
 namespace invmw::wrap {
 
@@ -53,6 +53,7 @@ struct ThreadState {
   recording::CallSiteTable* sites;
   uint32_t site_n;
   uint64_t site_pcs[8];
+  uint32_t site_slot1;  // the last finished call's slot + 1 in sites (0: none), for its record
   uintptr_t stack_lo, stack_hi;
   // Entries of shared request handles started on this slot (request_table.cc): a ring of them,
   // allocated at the first; sequence numbers [shared_tail, shared_head) may be live.

@@ -279,13 +279,14 @@ bool MappingLog::Known(uint64_t pc) const {
 
 bool WriteCallSiteHeader(int fd, int rank, int depth, double ticks_per_second) {
   LineWriter w(fd);
-  w.Printf("invmw-callsites 1\nrank %d\ndepth %d\nticks_per_second %.6f\n", rank, depth,
+  w.Printf("invmw-callsites 2\nrank %d\ndepth %d\nticks_per_second %.6f\n", rank, depth,
            ticks_per_second);
   return w.Flush();
 }
 
-bool WriteCallSiteRows(int fd, const CallSiteTable& t, const char* const* names) {
+bool WriteCallSiteRows(int fd, const CallSiteTable& t, int thread, const char* const* names) {
   LineWriter w(fd);
+  w.Printf("thread %d\n", thread);
   for (uint32_t i = 0; i < t.capacity(); ++i) {
     const CallSiteEntry& e = t.entry(i);
     const uint32_t f1 = __atomic_load_n(&e.func1, __ATOMIC_ACQUIRE);
@@ -293,7 +294,8 @@ bool WriteCallSiteRows(int fd, const CallSiteTable& t, const char* const* names)
     w.Printf("site %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " ", names[f1 - 1],
              e.c.calls, e.c.ticks, e.c.max_ticks, e.c.bytes_sent, e.c.bytes_recv);
     for (uint32_t k = 0; k < e.depth; ++k) w.Printf(k ? ",%" PRIx64 : "%" PRIx64, e.pcs[k]);
-    w.Printf("\n");
+    // The slot, which the thread's kCall trace records name (event_format.h kFlagCallSite).
+    w.Printf(" @%" PRIu32 "\n", i);
   }
   for (uint32_t f = 0; f < t.num_funcs(); ++f) {
     const CallSiteCounters& c = t.unattributed(f);

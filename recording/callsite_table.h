@@ -52,16 +52,20 @@ class CallSiteTable {
   // tests and tools free theirs.
   static void Destroy(CallSiteTable* t);
 
+  // Add's result: the entry's slot + 1 (0: the unattributed row), and kAdded when the site had
+  // no slot before (the caller may check its address).
+  static constexpr uint32_t kAdded = 1u << 31;
+  static constexpr uint32_t kSlot1Mask = kAdded - 1;
   // The hot path: no allocation, no lock, no system call. pcs[0..depth) with depth >= 1.
-  // Returns true when the site had no slot before (the caller may check its address).
-  inline bool Add(uint32_t func, const uint64_t* pcs, uint32_t depth, uint64_t ticks, uint64_t sent,
-                  uint64_t recv) {
+  inline uint32_t Add(uint32_t func, const uint64_t* pcs, uint32_t depth, uint64_t ticks,
+                      uint64_t sent, uint64_t recv) {
     uint64_t h = func * 0x9E3779B97F4A7C15ull;
     for (uint32_t i = 0; i < depth; ++i) h = (h ^ pcs[i]) * 0xff51afd7ed558ccdull;
     h ^= h >> 29;
     bool added = false;
     for (uint32_t p = 0; p < kMaxProbe; ++p) {
-      CallSiteEntry& e = entries_[(h + p) & mask_];
+      const uint32_t slot = uint32_t(h + p) & mask_;
+      CallSiteEntry& e = entries_[slot];
       if (e.func1 == 0) {
         e.depth = depth;
         for (uint32_t i = 0; i < depth; ++i) e.pcs[i] = pcs[i];
@@ -73,10 +77,10 @@ class CallSiteTable {
         continue;
       }
       Count(e.c, ticks, sent, recv);
-      return added;
+      return (slot + 1) | (added ? kAdded : 0);
     }
     Count(unattributed_[func], ticks, sent, recv);
-    return false;
+    return 0;
   }
 
   uint32_t capacity() const { return mask_ + 1; }
@@ -140,8 +144,9 @@ class MappingLog {
 
 // Writes the header lines. False when a write failed.
 bool WriteCallSiteHeader(int fd, int rank, int depth, double ticks_per_second);
-// Writes one table's rows ("site" and "unattributed" lines); names[f] names function f.
-bool WriteCallSiteRows(int fd, const CallSiteTable& t, const char* const* names);
+// Writes one table's rows (a "thread" line, then "site" and "unattributed" lines); thread: the
+// index of the thread slot that owns the table (its raw events file); names[f] names function f.
+bool WriteCallSiteRows(int fd, const CallSiteTable& t, int thread, const char* const* names);
 // The closing line with the dropped-site count (calls in unattributed rows over all threads).
 bool WriteCallSiteEnd(int fd, uint64_t unattributed_calls);
 

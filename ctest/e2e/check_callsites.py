@@ -25,10 +25,18 @@ have every marked site with exact counts: rank R's table comes from its live cal
 (callsites/live-NNNNNN.bin, listed in "ranks_live"). A normal end must leave no live file.
 --occupy-live: a directory stands where rank 0's live call-site file would go; the rank must say
 so once, keep its table in private memory, and the profile must be as exact as ever.
+--trace: traced too (INVMW_TRACE_ENABLE=1, --via run): the OTF2 archive is read back with
+python3-otf2 (callsite_trace_counts.py) and the Enter events of each marked function whose
+"invmw:callsite" calling context has the SourceCodeLocation file:line of a marker must number
+exactly that marker's calls; no context of a marked function may point at an unmarked line.
+--analyze (with --trace): `invmw analyze` of the run must list, in analysis.json's "callsites",
+each marked line with its calls, and the line marked LATE (a receive from a late sender) must
+spend at least half its time idle; the text report must name it.
 """
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
@@ -55,7 +63,7 @@ def markers(path):
             if m:
                 out.append(dict(file=os.path.basename(path), line=i, function=m.group(1),
                                 calls=int(m.group(2)), sent=int(m.group(3) or 0),
-                                recv=int(m.group(4) or 0)))
+                                recv=int(m.group(4) or 0), late='LATE' in line[m.end():]))
     return out
 
 
@@ -106,6 +114,171 @@ def run_job(a, cmd, env):
         return p.returncode, o.read(), e.read()
 
 
+def read_contexts(anchor, env, timeout):
+    # python3-otf2 is Debian's, for /usr/bin/python3 only.
+    reader = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'callsite_trace_counts.py')
+    r = subprocess.run(['/usr/bin/python3', reader, anchor], env=env,
+                       timeout=timeout, capture_output=True, text=True)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        fail(f'reading {anchor} with python3-otf2 failed ({r.returncode})')
+    return json.loads(r.stdout)
+
+
+def file_digests(d):
+    out = {}
+    for root, _, names in os.walk(d):
+        for n in names:
+            p = os.path.join(root, n)
+            with open(p, 'rb') as f:
+                out[os.path.relpath(p, d)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def check_trace_writers(a, out, env):
+    """The archive the ranks wrote in parallel at MPI_Finalize (named by the finish step) and
+    the serial converter's (`invmw trace convert --name serial`, object+offset names) carry the
+    same contexts on the same calls; `invmw profile DIR` names the contexts again without
+    touching the anchor or an event file; otf2-print shows the file:line names; and the
+    recovery of the run cut off (a rank's call-site file without its table, an event file cut
+    mid-record) still gives a valid archive."""
+    if 'ranks in parallel' not in a.run_stderr:
+        fail('the ranks did not write the trace in parallel')
+    par = read_contexts(os.path.join(out, 'traces.otf2'), env, a.timeout)
+    p = subprocess.run([a.invmw, 'trace', 'convert', '--name', 'serial', out], env=env,
+                       timeout=a.timeout, capture_output=True, text=True)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        fail(f'invmw trace convert --name serial exited with {p.returncode}')
+    ser = read_contexts(os.path.join(out, 'serial.otf2'), env, a.timeout)
+    key = lambda t: sorted((s['function'], s['key'], s['calls']) for s in t['sites'])
+    if key(par) != key(ser) or par['contexts'] != ser['contexts']:
+        fail(f'parallel and serial writers differ: {key(par)} vs {key(ser)}')
+    print(f'[check_callsites] ok: parallel and serial writers give the same '
+          f'{par["contexts"]} contexts')
+    before = file_digests(os.path.join(out, 'traces'))
+    with open(os.path.join(out, 'traces.otf2'), 'rb') as f:
+        anchor = f.read()
+    p = subprocess.run([a.invmw, 'profile', out], env=env, timeout=a.timeout,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f'invmw profile {out} exited with {p.returncode}: {p.stderr}')
+    with open(os.path.join(out, 'traces.otf2'), 'rb') as f:
+        if f.read() != anchor:
+            fail('naming the contexts again changed the anchor file')
+    if file_digests(os.path.join(out, 'traces')) != before:
+        fail('naming the contexts again changed the event or local definition files')
+    if key(read_contexts(os.path.join(out, 'traces.otf2'), env, a.timeout)) != key(par):
+        fail('naming the contexts again changed them')
+    print('[check_callsites] ok: `invmw profile DIR` renamed only the global definitions')
+
+    # A run cut off: copy its raw files, drop the call-site tables (a killed rank writes none)
+    # of rank 1 and cut one event file mid-record.
+    cut = out + '.cut'
+    shutil.rmtree(cut, ignore_errors=True)
+    shutil.copytree(os.path.join(out, 'raw'), os.path.join(cut, 'raw'))
+    shutil.copytree(os.path.join(out, 'callsites'), os.path.join(cut, 'callsites'))
+    r1 = os.path.join(cut, 'callsites', 'rank-000001.txt')
+    with open(r1) as f:
+        lines = f.read().split('\n')
+    with open(r1, 'w') as f:
+        f.write('\n'.join(lines[:[i for i, l in enumerate(lines) if l == 'end-maps'][0] + 1]) +
+                '\n')
+    ev = os.path.join(cut, 'raw', 'events-000001-000.bin')
+    os.truncate(ev, os.path.getsize(ev) - 20)
+    for d in (os.path.join(cut, 'raw'),):
+        for n in os.listdir(d):
+            if n.startswith('defs-'):
+                with open(os.path.join(d, n)) as f:
+                    keep = [l for l in f if '"type":"end"' not in l]
+                with open(os.path.join(d, n), 'w') as f:
+                    f.writelines(keep)
+    p = subprocess.run([a.invmw, 'trace', 'recover', cut], env=env, timeout=a.timeout,
+                       capture_output=True, text=True)
+    sys.stderr.write(p.stderr)
+    # 1: the archive was written and is partial (a rank did not end cleanly), as it should be.
+    if p.returncode != 1 or '(partial trace)' not in p.stdout:
+        fail(f'invmw trace recover of the cut-off copy exited with {p.returncode}, expected 1 '
+             f'and a partial trace: {p.stdout}')
+    rec = read_contexts(os.path.join(cut, 'traces.otf2'), env, a.timeout)
+    if not rec['sites']:
+        fail('the recovered archive has no calls with contexts (rank 0 kept its table)')
+    pr = subprocess.run(['otf2-print', os.path.join(cut, 'traces.otf2')], capture_output=True,
+                        text=True, timeout=a.timeout)
+    if pr.returncode != 0:
+        fail(f'otf2-print of the recovered archive failed: {pr.stderr[:500]}')
+    print(f'[check_callsites] ok: recovered cut-off run: {len(rec["sites"])} sites')
+    shutil.rmtree(cut, ignore_errors=True)
+
+
+def check_otf2_print(out, with_lines, timeout):
+    p = subprocess.run(['otf2-print', '-G', os.path.join(out, 'traces.otf2')],
+                       capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        fail(f'otf2-print -G failed: {p.stderr[:500]}')
+    scl = [l for l in p.stdout.splitlines() if l.startswith('SOURCE_CODE_LOCATION')]
+    got = set()
+    for l in scl:
+        m = re.search(r'File: "([^"]*)".*Line Number: (\d+)', l)
+        if m:
+            got.add(f'{os.path.basename(m.group(1))}:{m.group(2)}')
+    for m in with_lines:
+        want = f'{m["file"]}:{m["line"]}'
+        if want not in got:
+            fail(f'otf2-print -G shows no SOURCE_CODE_LOCATION {want}: {scl}')
+    print(f'[check_callsites] ok: otf2-print shows {len(scl)} source code locations')
+
+
+def check_trace(out, with_lines, files, funcs, env, timeout):
+    t = read_contexts(os.path.join(out, 'traces.otf2'), env, timeout)
+    if t['contexts'] == 0:
+        fail('the trace has no CallingContext definitions')
+    for m in with_lines:
+        where = f'{m["function"]} at {m["file"]}:{m["line"]}'
+        n = sum(s['calls'] for s in t['sites'] if s['function'] == m['function'] and
+                s['file'] == m['file'] and s['line'] == m['line'])
+        if n != m['calls']:
+            fail(f'trace: {n} Enter events of {where} carry its calling context, expected '
+                 f'{m["calls"]}; contexts: {t["sites"]}')
+        print(f'[check_callsites] ok: trace {where} calls={n}')
+    for s in t['sites']:
+        if s['function'] in funcs and s['file'] in files and not any(
+                m['function'] == s['function'] and m['file'] == s['file'] and
+                m['line'] == s['line'] for m in with_lines):
+            fail(f'trace: {s["function"]} has a context at {s["file"]}:{s["line"]}, which has no '
+                 'SITE marker')
+
+
+def check_analyze(a, out, with_lines, env):
+    p = subprocess.run([a.invmw, 'analyze', out], env=env, timeout=a.timeout,
+                       capture_output=True, text=True)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        fail(f'invmw analyze exited with {p.returncode}')
+    with open(os.path.join(out, 'analysis.json')) as f:
+        sites = json.load(f).get('callsites')
+    if not sites:
+        fail('analysis.json has no "callsites"')
+    for m in with_lines:
+        where = f'{m["function"]} at {m["file"]}:{m["line"]}'
+        found = [s for s in sites if s['function'] == m['function'] and s['line'] == m['line']
+                 and os.path.basename(s['file']) == m['file']]
+        if len(found) != 1 or found[0]['calls'] != m['calls']:
+            fail(f'analyze: {where}: {found}, expected one site with {m["calls"]} calls')
+        s = found[0]
+        if m.get('late'):
+            if s['idle_share'] < 0.5:
+                fail(f'analyze: {where} idle share {s["idle_share"]:.3f}, expected >= 0.5 '
+                     '(a late sender)')
+            if f'{m["function"]:<14} at {s["location"]}' not in p.stdout:
+                fail(f'analyze: the text report does not name {where}')
+        print(f'[check_callsites] ok: analyze {where} calls={s["calls"]} '
+              f'idle={100 * s["idle_share"]:.1f}%')
+    if not any(m.get('late') for m in with_lines):
+        fail('no SITE marker says LATE')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--launcher', required=True)
@@ -124,6 +297,8 @@ def main():
     ap.add_argument('--kill-rank', type=int)
     ap.add_argument('--finalize-kill', type=int)
     ap.add_argument('--occupy-live', action='store_true')
+    ap.add_argument('--trace', action='store_true')
+    ap.add_argument('--analyze', action='store_true')
     ap.add_argument('program')
     ap.add_argument('args', nargs='*')
     a = ap.parse_args()
@@ -141,6 +316,8 @@ def main():
     killed = a.kill_rank if a.kill_rank is not None else a.finalize_kill
     if a.finalize_kill is not None:
         extra['INVMW_WRAP_TEST_CALLSITE_KILL'] = str(a.finalize_kill)
+    if a.trace:
+        extra['INVMW_TRACE_ENABLE'] = '1'
     if a.via == 'run':
         cmd = [a.invmw, 'run', '--lib', a.preload, '--out', out]
         for k, v in extra.items():
@@ -157,6 +334,7 @@ def main():
         fail(f'the job exited with {rc}')
     if killed is not None and rc == 0:
         fail(f'the job exited with 0 although rank {killed} was killed')
+    a.run_stderr = stderr
     if a.via == 'profile':
         p = subprocess.run([a.invmw, 'profile', '--json', out], env=env, timeout=a.timeout,
                            capture_output=True, text=True)
@@ -299,6 +477,14 @@ def main():
         print(f'[check_callsites] ok: {cs["unattributed_calls"]} unattributed calls reported')
     elif cs['unattributed_calls']:
         fail(f'{cs["unattributed_calls"]} unattributed calls without an overflow')
+
+    if a.trace:
+        check_trace(out, with_lines, files, funcs, env, a.timeout)
+        check_otf2_print(out, with_lines, a.timeout)
+        if not a.analyze:
+            check_trace_writers(a, out, env)
+    if a.analyze:
+        check_analyze(a, out, with_lines, env)
     print('[check_callsites] PASS')
 
 
