@@ -497,10 +497,25 @@ bool AllToOne(uint32_t op) {
          op == OTF2_COLLECTIVE_OP_REDUCE;
 }
 
+// std::sort of v by `less`, a total order (so the result is that of one sort), on two threads
+// when `threads` > 1: the halves apart, then merged.
+template <typename T, typename Less>
+void SortTotal(std::vector<T>& v, Less less, int threads) {
+  if (threads <= 1 || v.size() < 65536) {
+    std::sort(v.begin(), v.end(), less);
+    return;
+  }
+  const auto mid = v.begin() + std::ptrdiff_t(v.size() / 2);
+  std::thread th([&] { std::sort(mid, v.end(), less); });
+  std::sort(v.begin(), mid, less);
+  th.join();
+  std::inplace_merge(v.begin(), mid, v.end(), less);
+}
+
 // Collective instances: per communicator, the k-th collective a rank initiated is everyone's k-th.
 void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
                       std::vector<Participation>& parts, std::map<int32_t, RankWork*>& work,
-                      Timelines& out) {
+                      Timelines& out, int threads) {
   // std::sort with the list's order as the last key instead of std::stable_sort: the same
   // order without stable_sort's buffer of a copy of the list.
   if (parts.size() >= UINT32_MAX) throw std::runtime_error("more than 2^32 collective calls");
@@ -511,16 +526,19 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
   // Usually sorted already (one communicator, blocking calls: ranks in order, each in call
   // order); checking costs a tenth of sorting.
   if (!std::is_sorted(parts.begin(), parts.end(), by_rank_init))
-    std::sort(parts.begin(), parts.end(), by_rank_init);
+    SortTotal(parts, by_rank_init, threads);
   for (size_t i = 0; i < parts.size(); ++i)
     parts[i].seq =
         (i > 0 && parts[i - 1].comm == parts[i].comm && parts[i - 1].rank == parts[i].rank)
             ? parts[i - 1].seq + 1
             : 0;
-  // Within a (communicator, instance), ranks are unique and were in rank order.
-  std::sort(parts.begin(), parts.end(), [](const Participation& a, const Participation& b) {
-    return std::tie(a.comm, a.seq, a.rank) < std::tie(b.comm, b.seq, b.rank);
-  });
+  // Within a (communicator, instance), ranks are unique and were in rank order: a total order.
+  SortTotal(
+      parts,
+      [](const Participation& a, const Participation& b) {
+        return std::tie(a.comm, a.seq, a.rank) < std::tie(b.comm, b.seq, b.rank);
+      },
+      threads);
   for (size_t i = 0; i < parts.size();) {
     size_t j = i;
     while (j < parts.size() && parts[j].comm == parts[i].comm && parts[j].seq == parts[i].seq) ++j;
@@ -962,7 +980,7 @@ Timelines BuildTimelines(const Trace& t,
     parts.insert(parts.end(), rp.begin(), rp.end());
     std::vector<Participation>().swap(rp);
   }
-  MatchCollectives(t.comms, parts, by_rank, out);
+  MatchCollectives(t.comms, parts, by_rank, out, threads);
   std::vector<Participation>().swap(parts);
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);

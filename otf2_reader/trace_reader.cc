@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 #include <deque>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -142,8 +143,21 @@ struct State {
     if (it == t->comms.end() || rank >= it->second.members.size()) return -1;
     return it->second.members[rank];
   }
+  // loc_index's entries for small location references, in an array: every event looks its
+  // location up, and the hash lookup was a twentieth of the reading's time. Filled on first use
+  // (loc_index does not change once events are read).
+  std::vector<size_t> dense_index;
+  size_t LocIndex(OTF2_LocationRef loc) {
+    if (loc < dense_index.size() && dense_index[loc] != SIZE_MAX) return dense_index[loc];
+    const size_t li = loc_index.at(loc);
+    if (loc < (uint64_t(1) << 16)) {
+      if (loc >= dense_index.size()) dense_index.resize(size_t(loc) + 1, SIZE_MAX);
+      dense_index[loc] = li;
+    }
+    return li;
+  }
   TraceEvent& Add(OTF2_LocationRef loc, OTF2_TimeStamp time, TraceEvent::Type type, size_t* li) {
-    *li = loc_index.at(loc);
+    *li = LocIndex(loc);
     TraceLocation& l = t->locations[*li];
     TraceEvent e;
     e.type = type;
@@ -525,11 +539,63 @@ void Check(OTF2_ErrorCode rc, const std::string& path, const char* step) {
   }
 }
 
+// The matching order: by channel, then in MPI's order (sends by start, receives by post; ties
+// by location and event, not by the order in which a reader thread met them, so that the result
+// does not depend on how locations were split over threads). `where` is unique per list, so
+// the order is total: sorting parts apart and merging them gives what one sort gives.
+// Function objects, not functions: std::sort inlines them (through a function pointer each
+// comparison was a call).
+struct SendLessT {
+  bool operator()(const PendingSend& a, const PendingSend& b) const {
+    return std::tie(a.comm, a.src, a.dst, a.tag, a.time, a.where) <
+           std::tie(b.comm, b.src, b.dst, b.tag, b.time, b.where);
+  }
+};
+struct RecvLessT {
+  bool operator()(const PendingRecv& a, const PendingRecv& b) const {
+    return std::tie(a.comm, a.src, a.dst, a.tag, a.post, a.where) <
+           std::tie(b.comm, b.src, b.dst, b.tag, b.post, b.where);
+  }
+};
+constexpr SendLessT SendLess{};
+constexpr RecvLessT RecvLess{};
+
+// On each reader thread, once its part is read: the sorting is most of the matching's time,
+// and this way it is spread over the threads.
+void SortMatchLists(State& s) {
+  std::sort(s.sends.begin(), s.sends.end(), SendLess);
+  std::sort(s.recvs.begin(), s.recvs.end(), RecvLess);
+}
+
+// The parts' sorted lists merged into `out`, each part's list freed block by block as it is
+// taken (no second copy of the lists).
+template <typename T, typename Less>
+void MergeMatchLists(std::vector<std::deque<T>*> parts, std::deque<T>& out, Less less) {
+  parts.erase(std::remove_if(parts.begin(), parts.end(), [](auto* d) { return d->empty(); }),
+              parts.end());
+  if (parts.size() == 1 && out.empty()) {
+    out.swap(*parts[0]);
+    return;
+  }
+  while (!parts.empty()) {
+    size_t best = 0;
+    for (size_t k = 1; k < parts.size(); ++k)
+      if (less(parts[k]->front(), parts[best]->front())) best = k;
+    out.push_back(parts[best]->front());
+    parts[best]->pop_front();
+    if (parts[best]->empty()) {
+      std::deque<T>().swap(*parts[best]);
+      parts.erase(parts.begin() + std::ptrdiff_t(best));
+    }
+  }
+}
+
 void MatchMessages(State& s) {
   using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;
   Trace& t = *s.t;
   // Receives posted and never completed take their place in the posting order.
   std::vector<const PostedRecv*> open;
+  std::vector<PendingRecv> extra;
   for (const auto& [key, p] : s.posted) open.push_back(&p);
   for (const auto& p : s.posted_more) open.push_back(&p);
   // In posting order; ties by location and event, not by the order in which a reader thread
@@ -544,23 +610,29 @@ void MatchMessages(State& s) {
     PendingRecv r{p->u.comm,      p->u.peer,      p->u.rank, uint32_t(p->u.tag),
                   p->u.post_time, p->u.post_time, 0,         Where(p->u.loc, p->u.event)};
     r.uncompleted = uint32_t(t.uncompleted_recvs.size() - 1);
-    s.recvs.push_back(r);
+    extra.push_back(r);
   }
   // Sorted in place by channel, then in MPI's order (sends by start, receives by post; ties by
   // location and event, not by the order in which a reader thread met them, so that the result
   // does not depend on how locations were split over threads), then walked channel by channel
   // in ascending order: the messages and unmatched lists come out as matching per channel in a
   // map did, without a second copy of the lists.
+  // The reader threads sorted their own lists and ReadTrace merged them (SortMatchLists,
+  // MergeMatchLists); only the receives still open at the end are merged in here.
   auto& sl = s.sends;
   auto& rl = s.recvs;
-  std::sort(sl.begin(), sl.end(), [](const PendingSend& a, const PendingSend& b) {
-    return std::tie(a.comm, a.src, a.dst, a.tag, a.time, a.where) <
-           std::tie(b.comm, b.src, b.dst, b.tag, b.time, b.where);
-  });
-  std::sort(rl.begin(), rl.end(), [](const PendingRecv& a, const PendingRecv& b) {
-    return std::tie(a.comm, a.src, a.dst, a.tag, a.post, a.where) <
-           std::tie(b.comm, b.src, b.dst, b.tag, b.post, b.where);
-  });
+  if (!extra.empty()) {
+    std::sort(extra.begin(), extra.end(), RecvLess);
+    std::deque<PendingRecv> merged;
+    size_t x = 0;
+    for (; !rl.empty(); rl.pop_front()) {
+      for (; x < extra.size() && RecvLess(extra[x], rl.front()); ++x) merged.push_back(extra[x]);
+      merged.push_back(rl.front());
+    }
+    for (; x < extra.size(); ++x) merged.push_back(extra[x]);
+    rl.swap(merged);
+    std::vector<PendingRecv>().swap(extra);
+  }
   auto key = [](const auto& x) { return Key{x.comm, x.src, x.dst, x.tag}; };
   // emit false: only counts the messages (to reserve them exactly: they stay for the trace's
   // life); emit true: writes them and frees the matched records as it goes.
@@ -916,6 +988,7 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     const double c0 = thread_cpu();
     try {
       ReadPart(path, masks[k], &states[k]);
+      SortMatchLists(states[k]);
     } catch (const std::exception& e) {
       errors[k] = e.what();
     }
@@ -934,18 +1007,33 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     for (size_t li = 0; li < st.entered.size(); ++li)
       for (size_t r = 0; r < st.entered[li].size(); ++r)
         if (st.entered[li][r]) t.locations[li].regions_entered.push_back(uint32_t(r));
-    // Moved, not copied, part by part: these lists are most of a streaming first pass's memory.
-    if (s.sends.empty()) {
-      s.sends.swap(st.sends);
-    } else {
-      for (; !st.sends.empty(); st.sends.pop_front()) s.sends.push_back(st.sends.front());
-    }
-    if (s.recvs.empty()) {
-      s.recvs.swap(st.recvs);
-    } else {
-      for (; !st.recvs.empty(); st.recvs.pop_front()) s.recvs.push_back(st.recvs.front());
-    }
     for (auto& [key, p] : st.posted) s.posted_more.push_back(p);
+  }
+  // Each part's lists are sorted: merged, sends and receives at the same time.
+  {
+    std::vector<std::deque<PendingSend>*> send_parts;
+    std::vector<std::deque<PendingRecv>*> recv_parts;
+    for (auto& st : states) {
+      send_parts.push_back(&st.sends);
+      recv_parts.push_back(&st.recvs);
+    }
+    auto merge_recvs = [&] { MergeMatchLists(recv_parts, s.recvs, RecvLess); };
+    if (parts > 1) {
+      std::exception_ptr error;
+      std::thread th([&] {
+        try {
+          merge_recvs();
+        } catch (...) {
+          error = std::current_exception();
+        }
+      });
+      MergeMatchLists(send_parts, s.sends, SendLess);
+      th.join();
+      if (error) std::rethrow_exception(error);
+    } else {
+      MergeMatchLists(send_parts, s.sends, SendLess);
+      merge_recvs();
+    }
   }
   MatchMessages(s);
   return t;
