@@ -87,9 +87,8 @@ namespace run_dir_detail {
 // merge's per-rank profile), and temporaries of these
 // (name.tmp...).
 inline bool IsRawFileName(const std::string& n) {
-  static const char* const kPrefixes[] = {"rank-",    "events-",  "defs-",
-                                          "metrics-", "samples-", "resources-", "live-",
-                                          "profile-"};
+  static const char* const kPrefixes[] = {"rank-",    "events-",    "defs-", "metrics-",
+                                          "samples-", "resources-", "live-", "profile-"};
   static const char* const kSuffixes[] = {".bin", ".jsonl", ".json"};
   for (const char* p : kPrefixes) {
     if (n.compare(0, std::strlen(p), p) != 0) continue;
