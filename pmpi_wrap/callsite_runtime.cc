@@ -18,6 +18,7 @@
 #include "recording/callsite_live.h"
 #include "recording/callsite_table.h"
 #include "recording/io.h"
+#include "recording/live_file.h"
 
 namespace invmw::wrap {
 
@@ -58,31 +59,26 @@ void OpenLiveSites(int max_threads, int depth) {
   const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
   const uint64_t slot_size = recording::LiveSitesSlotSize(g_slots, kNumFuncs);
   const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (errno == EEXIST)
+  // Blocks for the header and names now, for a slot when a thread takes it.
+  recording::LiveFile lf;
+  int err = 0;
+  switch (recording::CreateLiveFile(path.c_str(), size, slots_off, &lf, &err)) {
+    case recording::LiveFileError::kNone:
+      break;
+    case recording::LiveFileError::kExists:
       OutputExists(path.c_str());
-    else
-      WarnOnce("cannot create the live call-site file " + path + " (" + std::strerror(errno) +
+      return;
+    case recording::LiveFileError::kCreate:
+      WarnOnce("cannot create the live call-site file " + path + " (" + std::strerror(err) +
                "); a rank that does not reach MPI_Finalize will leave no call-site table");
-    return;
+      return;
+    case recording::LiveFileError::kMap:
+      WarnOnce("cannot map the live call-site file " + path + " (" + std::strerror(err) +
+               "); a rank that does not reach MPI_Finalize will leave no call-site table");
+      return;
   }
-  // Blocks for the header and names now, for a slot when a thread takes it: a store into a
-  // hole the file system cannot fill would be SIGBUS.
-  void* m = MAP_FAILED;
-  int err = ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
-  if (err == 0) err = posix_fallocate(fd, 0, off_t(slots_off));  // returns the error
-  if (err == 0) {
-    m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) err = errno;
-  }
-  if (m == MAP_FAILED) {
-    WarnOnce("cannot map the live call-site file " + path + " (" + std::strerror(err) +
-             "); a rank that does not reach MPI_Finalize will leave no call-site table");
-    unlink(path.c_str());
-    close(fd);
-    return;
-  }
+  void* m = lf.base;
+  const int fd = lf.fd;
   auto* h = static_cast<recording::LiveSitesHeader*>(m);
   h->version = recording::kLiveSitesVersion;
   h->header_size = sizeof *h;

@@ -40,6 +40,7 @@
 #include "pmpi_wrap/trace_parallel.h"
 #include "pmpi_wrap/trace_runtime.h"
 #include "recording/io.h"
+#include "recording/live_file.h"
 #include "recording/raw_file.h"
 #include "recording/signals.h"
 #include "sampler/sampler.h"
@@ -113,31 +114,25 @@ void OpenLiveCounters(int max_threads) {
   const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
   const uint64_t slot_size = uint64_t(kNumFuncs) * sizeof(raw::FuncCounters);
   const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      OutputExists(path.c_str());
-    else
-      g.errors.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
   // The header and names get their blocks now; a slot's when a thread takes it (AttachThread).
-  // A store into a hole the file system cannot fill would be SIGBUS, so nothing is stored
-  // where no block is reserved. The rest of the file stays a hole.
-  void* m = MAP_FAILED;
-  int err = ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
-  if (err == 0) err = posix_fallocate(fd, 0, off_t(slots_off));  // returns the error
-  if (err == 0) {
-    m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) err = errno;
+  recording::LiveFile lf;
+  int err = 0;
+  switch (recording::CreateLiveFile(path.c_str(), size, slots_off, &lf, &err)) {
+    case recording::LiveFileError::kNone:
+      break;
+    case recording::LiveFileError::kExists:
+      OutputExists(path.c_str());
+      return;
+    case recording::LiveFileError::kCreate:
+      g.errors.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case recording::LiveFileError::kMap:
+      WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(err) +
+               "); a rank killed by SIGKILL will leave no counts");
+      return;
   }
-  if (m == MAP_FAILED) {
-    WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(err) +
-             "); a rank killed by SIGKILL will leave no counts");
-    unlink(path.c_str());
-    close(fd);
-    return;
-  }
+  void* m = lf.base;
+  const int fd = lf.fd;
   auto* h = static_cast<raw::LiveHeader*>(m);
   h->version = raw::kLiveVersion;
   h->header_size = sizeof(raw::LiveHeader);
