@@ -2,7 +2,7 @@
 # Builds invmw and runs its test suite: every CTest test except those labelled `slow`; then the
 # sanitizer stage (scripts/test-sanitize.sh: unit tests and an MPI subset built with ASan+UBSan
 # in ./build-asan), unless SANITIZE=0; then the fuzz stage (scripts/fuzz.sh: every parser's
-# libFuzzer target for FUZZ_SECONDS, default 20, each), unless FUZZ=0. Extra arguments go to the
+# libFuzzer target for FUZZ_SECONDS, default 10, each), unless FUZZ=0. Extra arguments go to the
 # first stage's ctest.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,6 +18,6 @@ if [[ ${SANITIZE:-1} != 0 ]]; then
   bash "$here/scripts/test-sanitize.sh" || rc=$((rc ? rc : $?))
 fi
 if [[ ${FUZZ:-1} != 0 ]]; then
-  bash "$here/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-20}" || rc=$((rc ? rc : $?))
+  bash "$here/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-10}" || rc=$((rc ? rc : $?))
 fi
 exit "$rc"
