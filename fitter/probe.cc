@@ -236,6 +236,14 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
          st.std_error});
     t.measures.push_back({"barrier_loop", bar.mean, "s", loop_text, bar.std_error});
   }
+  // The synchronization without the quota stall: opal_quota models the stall itself (b7 / p).
+  t.parameters.push_back({"b5_loop", bar.mean, "s", loop_text, bar.std_error});
+  if (c.burst_bytes >= 0) {
+    t.parameters.push_back({"burst", c.burst_bytes, "bytes",
+                            "token-bucket depth (burst) of " + c.where +
+                                " from its definition (0: no rate limit); not measured",
+                            -1});
+  }
 
   // a2, a3, a4: the kernels, also recorded as kernel times for the transfer rule.
   const std::pair<const char*, const char*> kernels[] = {

@@ -10,7 +10,9 @@
 //   b5      mean time per synchronization after a compute phase (probe-barrier --compute-us:
 //           rank 0's exit minus the last rank's entry, quota stalls included; issue 20) over the
 //           replications; from the tight-loop barrier time when the records have no such
-//           figure. The tight-loop mean is kept as measures.barrier_loop.
+//           figure. The tight-loop mean is kept as measures.barrier_loop and, for models that
+//           add the quota stall themselves (opal_quota), as parameters.b5_loop.
+//   burst   the emulated platform's token-bucket depth (ProbeContext::burst_bytes), when known.
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
 // the source text gives the spread (min..max), the counts and the commands. The kernel times are
@@ -60,6 +62,9 @@ struct ProbeContext {
   std::string where;  // e.g. "host node17" or "emulated platform emu-4x50-100mbit on host x"
   std::string date;   // ISO date of the measurement
   std::map<std::string, std::string> commands;  // probe name -> command line run
+  // Token-bucket depth of the emulated platform the probes ran on (bytes; 0 = no rate limit;
+  // < 0 = not known: the table gets no `burst`).
+  double burst_bytes = -1;
 };
 
 PlatformTable EstimatePlatform(const ProbeSamples& samples, const ProbeContext& context);

@@ -7,6 +7,7 @@
 # draw the plots and write the HTML report.
 #
 #   scripts/pipeline.sh [--quick] [--replications K] [--out DIR] [--schedule-only]
+#                       [--model NAME] [--from DIR]
 #
 # --quick: small designs, one target platform (100 Mbit/s) and no reverse direction: under
 # 3 minutes on a built tree. Without it: the full calibration design, five target platforms
@@ -20,6 +21,11 @@
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
 # results database, so runs never mix with build/experiments/results.db. BUILD_DIR picks the
 # build tree (default ./build). Emulated platforms need root (cgroups, network namespaces).
+# --model NAME: the model calibrated and validated (default opal_quota: opal with the quota
+# stall b7 / p and the token bucket's burst, docs/fitter.md; `--model opal` is the paper's).
+# --from DIR: measure nothing; take DIR's results database and probe rounds (a finished
+# pipeline's output, with the same --quick setting) and redo the tables, fits and validations
+# under --out (DIR is only read), then stop: a model or method change checked offline.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
@@ -28,7 +34,9 @@ quick=0
 replications=
 out=
 schedule_only=0
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+model=opal_quota
+from=
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -39,6 +47,12 @@ while [[ $# -gt 0 ]]; do
     --out) [[ $# -ge 2 ]] || { echo "pipeline: --out needs a directory" >&2; exit 2; }
            out=$2; shift 2 ;;
     --schedule-only) schedule_only=1; shift ;;
+    --model) [[ $# -ge 2 ]] || { echo "pipeline: --model needs a model name" >&2; exit 2; }
+             model=$2; shift 2 ;;
+    --from) [[ $# -ge 2 && -f $2/results.db && -d $2/tables/rounds ]] ||
+              { echo "pipeline: --from needs a finished pipeline's directory (results.db," \
+                  "tables/rounds/)" >&2; exit 2; }
+            from=$(cd "$2" && pwd); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "pipeline: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -61,6 +75,15 @@ for f in "$here"/experiments/designs/{pipeline,validation}-*.toml; do
     cp "$f" "$designs/"
   fi
 done
+if [[ -n $from ]]; then
+  # The designs as they ran, their results and the raw probe rounds; the source stays untouched.
+  cp "$from"/designs/*.toml "$designs/"
+  for f in results.db results.db-wal results.db-shm; do
+    [[ ! -f $from/$f ]] || cp "$from/$f" "$out/$f"
+  done
+  mkdir -p "$out/tables/rounds"
+  cp "$from"/tables/rounds/*.jsonl "$out/tables/rounds/"
+fi
 paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
@@ -240,7 +263,13 @@ pool_probes() {  # platform
 # taken from the platform's probes (--fix-from: the table says so) and the rest refitted; extra
 # arguments are fixes made up front (the reverse calibration's compute parameters).
 calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
-  local rc=0 p name fit=("$invmw" fit --model opal --weighting total --loss huber) fixes=("${@:3}")
+  local rc=0 p name fit=("$invmw" fit --model "$model" --weighting total --loss huber) fixes=("${@:3}")
+  # The burst (the platform's definition) and the barrier without stalls are the probe's, never
+  # fitted: the calibration platform's design does not vary them (opal_quota, opal_burst).
+  for p in burst b5_loop; do
+    grep -q "^$p = " "$here/fitter/models/$model.toml" 2>/dev/null &&
+      fixes+=(--fix-from "$p=$out/tables/$1.toml")
+  done
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
     > "$out/$2-first.txt" 2>&1 || true
   : > "$out/$2-fixed.txt"
@@ -264,7 +293,7 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
 # (--fit), and with a paired platform every run divided by the drift of its partner run, taken
 # beside it in the schedule.
 validate() {  # file label run-platform table fit design [reference [pair-platform pair-design]]
-  local args=(--model opal --design "$6" --platform "$3" --db "$db" --table "$4"
+  local args=(--model "$model" --design "$6" --platform "$3" --db "$db" --table "$4"
               --label "$2" --fit "$5" --out "$out/validation/$1.json")
   [[ $# -ge 7 ]] && args+=(--reference "$7")
   [[ $# -ge 9 ]] && args+=(--pair-platform "$8" --pair-design "$9")
@@ -275,7 +304,7 @@ validate() {  # file label run-platform table fit design [reference [pair-platfo
   grep -E '^(drift |replications per point)' "$out/validation/$1.txt" | sed 's/^/    /' || true
 }
 
-if [[ $schedule_only -eq 0 ]]; then
+if [[ $schedule_only -eq 0 && -z $from ]]; then
 step "profile and trace: heat1d on 2 ranks"
 "$invmw" run --trace --quiet --out "$out/profile" -- \
   mpirun --oversubscribe -np 2 "$build/bin/heat1d" "${heat[@]}" > "$out/heat1d.out"
@@ -311,11 +340,13 @@ if [[ $schedule_only -eq 1 ]]; then
   echo "schedule of $(wc -l < "$schedule") measurements: $schedule (designs in $designs)"
   exit 0
 fi
-run_schedule
-for f in "$out"/experiment-*.log; do
-  awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED/ { bad++ }
-    END { printf "  %-50s %d ok, %d failed\n", f, ok, bad }' "$f"
-done
+if [[ -z $from ]]; then
+  run_schedule
+  for f in "$out"/experiment-*.log; do
+    awk -v f="$(basename "$f" .log)" '/: ok, / { ok++ } /: FAILED/ { bad++ }
+      END { printf "  %-50s %d ok, %d failed\n", f, ok, bad }' "$f"
+  done
+fi
 
 step "platform tables: each platform's probe rounds pooled"
 for p in "${platforms[@]}"; do pool_probes "$p"; done
@@ -349,6 +380,12 @@ if [[ -n $reverse ]]; then
       "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "$validation" \
       "$out/tables/calibrated-$reverse.toml"
   fi
+fi
+
+if [[ -n $from ]]; then
+  echo
+  echo "tables, fits and validations of $from's measurements (model $model) in $out"
+  exit 0
 fi
 
 # The reference's traced validation runs replayed by SimGrid on every platform's probed table

@@ -190,6 +190,17 @@ int RunProbe(int argc, char** argv) {
   c.title = s.title;
   c.where = s.emu.empty() ? std::string("host ") + host
                           : "emulated platform " + s.emu + " on host " + host;
+  if (!s.emu.empty()) {
+    // The token bucket's depth is part of the platform's definition, not something a probe can
+    // time: the table carries it for models with a burst term (opal_burst, opal_quota).
+    try {
+      emulate::Platform p = emulate::LoadPlatform(s.emu);
+      if (!p.simulated) c.burst_bytes = p.rate_bps ? static_cast<double>(p.burst_bytes) : 0.0;
+    } catch (const emulate::PlatformError& e) {
+      if (s.from_raw.empty()) return Fail(std::string("platform probe: ") + e.what());
+      // Pooling stored rounds of a platform this build no longer knows: no burst entry.
+    }
+  }
   if (!s.from_raw.empty()) {
     try {
       std::string all;
