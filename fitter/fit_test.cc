@@ -524,8 +524,6 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   ASSERT_TRUE(r.converged) << r.solver_message;
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));
   EXPECT_NEAR(r.params[k].value, 5e-4, 0.05 * 5e-4);
-  EXPECT_TRUE(r.params[k].ci_low <= 5e-4 && 5e-4 <= r.params[k].ci_high)
-      << r.params[k].ci_low << ".." << r.params[k].ci_high;
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b7") << e.reason;
   for (const std::string& name : {"a2", "a3", "a4"}) {
     size_t j = static_cast<size_t>(q.ParamIndex(name));

@@ -83,7 +83,7 @@ TEST(Probe, EstimatesEveryParameterWithSpreadAndSource) {
   // What is written reads back.
   PlatformTable back = ParsePlatformTable(FormatPlatformTable(t), "node.toml");
   EXPECT_EQ(back.name, "node");
-  EXPECT_EQ(back.parameters.size(), 6u);
+  EXPECT_EQ(back.parameters.size(), 7u);  // a1..a4, b1, b5 and b5_loop
   EXPECT_EQ(back.kernels.size(), 3u);
   EXPECT_NEAR(back.Parameter("a1")->value, a1->value, 1e-6 * a1->value);
 }

@@ -21,8 +21,8 @@
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
 # results database, so runs never mix with build/experiments/results.db. BUILD_DIR picks the
 # build tree (default ./build). Emulated platforms need root (cgroups, network namespaces).
-# --model NAME: the model calibrated and validated (default opal_quota: opal with the quota
-# stall b7 / p and the token bucket's burst, docs/fitter.md; `--model opal` is the paper's).
+# --model NAME: the model calibrated and validated (default opal; opal_quota adds the quota
+# stall b7 / p and the token bucket's burst, docs/fitter.md).
 # --from DIR: measure nothing; take DIR's results database and probe rounds (a finished
 # pipeline's output, with the same --quick setting) and redo the tables, fits and validations
 # under --out (DIR is only read), then stop: a model or method change checked offline.
@@ -34,7 +34,7 @@ quick=0
 replications=
 out=
 schedule_only=0
-model=opal_quota
+model=opal
 from=
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -139,6 +139,7 @@ add_probe_stream() {  # platform
   streams=$((streams + 1))
 }
 add_run_stream() {  # design platform: the runner's own randomized order of the design's runs
+  [[ -z $from ]] || return 0  # --from: measured already
   check_ranks "$1" "$2"
   : > "$out/experiment-$1-$2.log"
   if ! "$invmw" experiment run --dry-run --db "$db" --platform "$2" "$designs/$1.toml" |
@@ -173,6 +174,7 @@ check_ranks() {  # design platform
 # design ref-design, at the same position, so that the pair sees the same machine speed and
 # `invmw validate --pair-platform` can divide the drift out (issue 20).
 add_paired_stream() {  # design ref-design reference target
+  [[ -z $from ]] || return 0  # --from: measured already
   check_ranks "$1" "$4"
   check_ranks "$2" "$3"
   "$invmw" experiment run --dry-run --db "$db" --platform "$3" "$designs/$2.toml" > /dev/null ||
