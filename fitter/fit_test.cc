@@ -504,10 +504,10 @@ TEST(Fit, HuberLossRecoversTruthWithStalledRuns) {
   EXPECT_LT(worst_huber, worst_plain);
 }
 
-// mdl20: on a CPU-quota platform a synchronization costs the barrier plus a stall that falls with
-// the servers' compute per step (b7 / p; the stored pipelines plfA/plfB). With the barrier and the
-// token bucket's burst fixed from the probes, as the pipeline does, opal_quota's fit recovers the
-// stall b7 from the runs, and the paper's constant b5 cannot carry it (its fit is worse).
+// mdl20: on a CPU-quota platform a synchronization costs the barrier plus a stall that vanishes
+// when the ranks fill every virtual node (b7 (1 - (p + 1)/nodes); the stored pipelines plfA and
+// plfB). With the barrier, the token bucket's burst and the nodes fixed from the probes, as the
+// pipeline does, opal_quota's fit recovers the stall b7 and the compute times from the runs.
 TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   Model q = Builtin("opal_quota");
   std::map<std::string, double> truth = kOpalTruth;
@@ -515,11 +515,12 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   truth["b5_loop"] = 1e-5;
   truth["b7"] = 5e-4;
   truth["burst"] = 16384;
+  truth["nodes"] = 8;
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 5);
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
-  o.fixed = {{"b5_loop", 1e-5}, {"burst", 16384}};
+  o.fixed = {{"b5_loop", 1e-5}, {"burst", 16384}, {"nodes", 8}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));

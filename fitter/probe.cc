@@ -244,6 +244,11 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
                                 " from its definition (0: no rate limit); not measured",
                             -1});
   }
+  if (c.nodes > 0) {
+    t.parameters.push_back({"nodes", static_cast<double>(c.nodes), "",
+                            "virtual nodes of " + c.where + " from its definition; not measured",
+                            -1});
+  }
 
   // a2, a3, a4: the kernels, also recorded as kernel times for the transfer rule.
   const std::pair<const char*, const char*> kernels[] = {

@@ -13,6 +13,7 @@
 //           figure. The tight-loop mean is kept as measures.barrier_loop and, for models that
 //           add the quota stall themselves (opal_quota), as parameters.b5_loop.
 //   burst   the emulated platform's token-bucket depth (ProbeContext::burst_bytes), when known.
+//   nodes   the emulated platform's virtual nodes (ProbeContext::nodes), when known.
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
 // the source text gives the spread (min..max), the counts and the commands. The kernel times are
@@ -65,6 +66,7 @@ struct ProbeContext {
   // Token-bucket depth of the emulated platform the probes ran on (bytes; 0 = no rate limit;
   // < 0 = not known: the table gets no `burst`).
   double burst_bytes = -1;
+  int nodes = 0;  // virtual nodes of that platform (0 = not known: no `nodes`)
 };
 
 PlatformTable EstimatePlatform(const ProbeSamples& samples, const ProbeContext& context);

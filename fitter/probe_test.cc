@@ -122,8 +122,8 @@ TEST(Probe, StallAwareBarrierGivesB5AndKeepsTheLoopTime) {
   ASSERT_TRUE(back.Measure("barrier_loop"));
 }
 
-// mdl20: opal_quota takes the barrier without stalls (b5_loop) and the token bucket's depth
-// (burst, from the emulated platform's definition) from the table.
+// mdl20: opal_quota takes the barrier without stalls (b5_loop), the token bucket's depth and the
+// virtual nodes (burst, nodes: from the emulated platform's definition) from the table.
 TEST(Probe, TableCarriesTheLoopBarrierAndTheBurst) {
   ProbeSamples s;
   ParseProbeLines(ProbeText(500, 2e-6, 5e-6, 1), "probe.out", &s);
@@ -132,13 +132,17 @@ TEST(Probe, TableCarriesTheLoopBarrierAndTheBurst) {
   ASSERT_TRUE(plain.Parameter("b5_loop"));
   EXPECT_DOUBLE_EQ(plain.Parameter("b5_loop")->value, 5e-6);
   EXPECT_FALSE(plain.Parameter("burst"));  // not known: not written
+  EXPECT_FALSE(plain.Parameter("nodes"));
   c.burst_bytes = 16384;
+  c.nodes = 4;
   PlatformTable t = EstimatePlatform(s, c);
+  ASSERT_TRUE(t.Parameter("nodes"));
+  EXPECT_DOUBLE_EQ(t.Parameter("nodes")->value, 4);
   ASSERT_TRUE(t.Parameter("burst"));
   EXPECT_DOUBLE_EQ(t.Parameter("burst")->value, 16384);
   EXPECT_EQ(t.Parameter("burst")->unit, "bytes");
   PlatformTable back = ParsePlatformTable(FormatPlatformTable(t), "node.toml");
-  ASSERT_TRUE(back.Parameter("burst") && back.Parameter("b5_loop"));
+  ASSERT_TRUE(back.Parameter("burst") && back.Parameter("b5_loop") && back.Parameter("nodes"));
   EXPECT_DOUBLE_EQ(back.Parameter("burst")->value, 16384);
 }
 

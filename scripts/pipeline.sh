@@ -266,9 +266,9 @@ pool_probes() {  # platform
 # arguments are fixes made up front (the reverse calibration's compute parameters).
 calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   local rc=0 p name fit=("$invmw" fit --model "$model" --weighting total --loss huber) fixes=("${@:3}")
-  # The burst (the platform's definition) and the barrier without stalls are the probe's, never
-  # fitted: the calibration platform's design does not vary them (opal_quota, opal_burst).
-  for p in burst b5_loop; do
+  # The burst and the virtual nodes (the platform's definition) and the barrier without stalls
+  # are the probe's, never fitted: the calibration design does not vary them (opal_quota).
+  for p in burst b5_loop nodes; do
     grep -q "^$p = " "$here/fitter/models/$model.toml" 2>/dev/null &&
       fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
@@ -371,8 +371,14 @@ if [[ -n $reverse ]]; then
   step "reverse direction: calibrate on $reverse, predict $ref"
   # The design cannot separate the computation from 10 Mbit/s runs (a2 and a4 ended at 0):
   # the compute parameters come from the kernel probes of that platform.
-  calibrate "$reverse" "calibrated-$reverse" --fix-from "a2=$out/tables/$reverse.toml" \
-    --fix-from "a3=$out/tables/$reverse.toml" --fix-from "a4=$out/tables/$reverse.toml"
+  # With the token bucket's burst in the model (opal_quota) the rate a1 is the probe's
+  # large-message rate, not a fitted stand-in for the burst; fitted, it traded off against the
+  # quota stall b7 (both grow with p on that network) and b7 came out 10 times too large (plfA).
+  rev_fixes=(--fix-from "a2=$out/tables/$reverse.toml" --fix-from "a3=$out/tables/$reverse.toml"
+             --fix-from "a4=$out/tables/$reverse.toml")
+  grep -q '^burst = ' "$here/fitter/models/$model.toml" 2>/dev/null &&
+    rev_fixes+=(--fix-from "a1=$out/tables/$reverse.toml")
+  calibrate "$reverse" "calibrated-$reverse" "${rev_fixes[@]}"
   if [[ -n ${beside[$reverse]:-} ]]; then
     validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
       "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "${beside[$reverse]}" \

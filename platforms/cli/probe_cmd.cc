@@ -191,11 +191,14 @@ int RunProbe(int argc, char** argv) {
   c.where = s.emu.empty() ? std::string("host ") + host
                           : "emulated platform " + s.emu + " on host " + host;
   if (!s.emu.empty()) {
-    // The token bucket's depth is part of the platform's definition, not something a probe can
-    // time: the table carries it for models with a burst term (opal_burst, opal_quota).
+    // The token bucket's depth and the number of virtual nodes are part of the platform's
+    // definition, not something a probe can time: the table carries them for opal_quota.
     try {
       emulate::Platform p = emulate::LoadPlatform(s.emu);
-      if (!p.simulated) c.burst_bytes = p.rate_bps ? static_cast<double>(p.burst_bytes) : 0.0;
+      if (!p.simulated) {
+        c.burst_bytes = p.rate_bps ? static_cast<double>(p.burst_bytes) : 0.0;
+        c.nodes = p.nodes;
+      }
     } catch (const emulate::PlatformError& e) {
       if (s.from_raw.empty()) return Fail(std::string("platform probe: ") + e.what());
       // Pooling stored rounds of a platform this build no longer knows: no burst entry.
