@@ -21,8 +21,9 @@
 # Every artefact goes under DIR (default ./invmw-pipeline-YYYYMMDD-HHMMSS), including its own
 # results database, so runs never mix with build/experiments/results.db. BUILD_DIR picks the
 # build tree (default ./build). Emulated platforms need root (cgroups, network namespaces).
-# --model NAME: the model calibrated and validated (default opal; opal_quota adds the quota
-# stall b7 / p and the token bucket's burst, docs/fitter.md).
+# --model NAME: the model calibrated and validated (default opal_quota: opal with the CPU quota's
+# stall and the token bucket's burst, docs/fitter.md; `--model opal` is the paper's model). The
+# source documents' platforms are always predicted with opal (their tables have no stall terms).
 # --from DIR: measure nothing; take DIR's results database and probe rounds (a finished
 # pipeline's output, with the same --quick setting) and redo the tables, fits and validations
 # under --out (DIR is only read), then stop: a model or method change checked offline.
@@ -34,7 +35,7 @@ quick=0
 replications=
 out=
 schedule_only=0
-model=opal
+model=opal_quota
 from=
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -268,9 +269,10 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   local rc=0 p name fit=("$invmw" fit --model "$model" --weighting total --loss huber) fixes=("${@:3}")
   # The burst and the virtual nodes (the platform's definition) and the barrier without stalls
   # are the probe's, never fitted: the calibration design does not vary them (opal_quota).
+  local mfile=$model
+  [[ -f $mfile ]] || mfile=$here/fitter/models/$model.toml
   for p in burst b5_loop nodes; do
-    grep -q "^$p = " "$here/fitter/models/$model.toml" 2>/dev/null &&
-      fixes+=(--fix-from "$p=$out/tables/$1.toml")
+    grep -q "^$p = " "$mfile" 2>/dev/null && fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
     > "$out/$2-first.txt" 2>&1 || true
@@ -353,7 +355,7 @@ fi
 step "platform tables: each platform's probe rounds pooled"
 for p in "${platforms[@]}"; do pool_probes "$p"; done
 
-step "fit of the opal model on $ref"
+step "fit of the $model model on $ref"
 calibrate "$ref" calibrated
 cp "$out/calibrated.json" "$out/fit.json"  # the report's and the plots' fit
 
@@ -371,14 +373,8 @@ if [[ -n $reverse ]]; then
   step "reverse direction: calibrate on $reverse, predict $ref"
   # The design cannot separate the computation from 10 Mbit/s runs (a2 and a4 ended at 0):
   # the compute parameters come from the kernel probes of that platform.
-  # With the token bucket's burst in the model (opal_quota) the rate a1 is the probe's
-  # large-message rate, not a fitted stand-in for the burst; fitted, it traded off against the
-  # quota stall b7 (both grow with p on that network) and b7 came out 10 times too large (plfA).
-  rev_fixes=(--fix-from "a2=$out/tables/$reverse.toml" --fix-from "a3=$out/tables/$reverse.toml"
-             --fix-from "a4=$out/tables/$reverse.toml")
-  grep -q '^burst = ' "$here/fitter/models/$model.toml" 2>/dev/null &&
-    rev_fixes+=(--fix-from "a1=$out/tables/$reverse.toml")
-  calibrate "$reverse" "calibrated-$reverse" "${rev_fixes[@]}"
+  calibrate "$reverse" "calibrated-$reverse" --fix-from "a2=$out/tables/$reverse.toml" \
+    --fix-from "a3=$out/tables/$reverse.toml" --fix-from "a4=$out/tables/$reverse.toml"
   if [[ -n ${beside[$reverse]:-} ]]; then
     validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
       "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "${beside[$reverse]}" \
@@ -435,7 +431,7 @@ pred+=(--platform "$out/tables/local.toml" --platform "$out/tables/calibrated.to
 "$invmw" predict "${pred[@]}" --json > "$out/predictions.json"
 "$invmw" predict "${pred[@]}" > "$out/predictions.txt"
 # The emulated targets through the transfer rule, at the calibration's own sizes.
-pred=(--model opal --set n=2000 --set nt=1000000 --set s=10 --set u=1 --sweep p=1..3
+pred=(--model "$model" --set n=2000 --set nt=1000000 --set s=10 --set u=1 --sweep p=1..3
       --reference "$out/tables/calibrated.toml" --platform "$out/tables/calibrated.toml"
       --fit "$out/calibrated.json")  # with 80/90/95% intervals (one run)
 for t in "${targets[@]}"; do pred+=(--platform "$out/tables/$t.toml"); done
