@@ -53,6 +53,33 @@ def opal(f, q):
     return c
 
 
+def opal_quota(f, q):
+    """fitter/models/opal_quota.toml: opal with the quota stall and the refilling burst."""
+    s, p, u, n, nt = f["s"], f["p"], f["u"], f["n"], f["nt"]
+    g, alpha = f.get("g", 0.0), f.get("alpha", 24.0)
+    t_update = q["a2"] * s * u / p * ((1 - 2 * g) ** 2 * n * n - (1 - 2 * g) * n) / 2
+    t_nbint = q["a3"] * s / p * (n * (n - 1) / 2 if n < nt else nt * n)
+    one_sync = q["b5_loop"] + q["b7"] * max(0.0, 1 - (p + 1) / q["nodes"])
+    msg, rate = p * alpha * n, q["a1"] * 1e6
+    free_bonded = min(q["burst"], rate * (q["a4"] * n + one_sync))
+    free_update = min(q["burst"], rate * (q["a2"] / p * ((1 - 2 * g) ** 2 * n * n -
+                                                          (1 - 2 * g) * n) / 2 + one_sync))
+    free_energy = min(q["burst"], rate * (t_nbint / s + one_sync))
+    c = {
+        "t_par_comp": t_update + t_nbint,
+        "t_seq_comp": q["a4"] * s * n,
+        "t_comm": s * ((u * max(0, msg - free_bonded) + u * max(0, msg - free_update) +
+                        (1 - u) * max(0, msg - free_bonded) + max(0, msg - free_energy)) / rate +
+                       2 * p * q["b1"] * (u + 1)),
+        "t_sync": 2 * s * (u + 1) * one_sync,
+    }
+    c["t_opal"] = sum(c.values())
+    return c
+
+
+MODELS = {"opal": opal, "opal_quota": opal_quota}
+
+
 def close(a, b, rel=1e-9):
     if a is None or b is None:
         return a is None and b is None
@@ -114,7 +141,7 @@ def check_validation(path, db, html):
     for vp in v["points"]:
         runs = points[vp["point"]]
         f = {k: float(x) for k, x in runs[0][0].items() if isinstance(x, (int, float))}
-        pred = opal(f, q)
+        pred = MODELS[v["model"]](f, q)
         for name, r in vp["responses"].items():
             measured = [resp[r["column"]] / d for _, resp, d in runs
                         if isinstance(resp.get(r["column"]), (int, float))]
