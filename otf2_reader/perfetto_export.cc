@@ -275,18 +275,16 @@ void WriteFlow(Out& o, CommNames& comms, uint64_t id, int32_t src, int32_t dst, 
                 (unsigned long long)bytes, (unsigned long long)recv_bytes, int(src), int(dst),
                 unsigned(tag));
   const std::string args = b + comms(comm) + "}";
-  o.Begin();
-  std::fprintf(o.f,
-               "{\"ph\":\"s\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-               "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
-               name.c_str(), (unsigned long long)id, send_rank, send_tid, send_start * 1e6,
-               args.c_str());
-  o.Begin();
-  std::fprintf(o.f,
-               "{\"ph\":\"f\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-               "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
-               name.c_str(), (unsigned long long)id, recv_rank, recv_tid, recv_start * 1e6,
-               args.c_str());
+  // The arrow's start ("s") at the send's slice, its end ("f") at the receive's.
+  auto end = [&](char ph, int32_t rank, int tid, double start) {
+    o.Begin();
+    std::fprintf(o.f,
+                 "{\"ph\":\"%c\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
+                 "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
+                 ph, name.c_str(), (unsigned long long)id, rank, tid, start * 1e6, args.c_str());
+  };
+  end('s', send_rank, send_tid, send_start);
+  end('f', recv_rank, recv_tid, recv_start);
 }
 
 // An unnamed temporary file beside `near` (O_TMPFILE: nothing to clean up, even after a
