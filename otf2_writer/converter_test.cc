@@ -80,6 +80,20 @@ void EditRawRecords(const std::string& file, const std::function<bool(char* reco
   ASSERT_TRUE(o.good()) << file;
 }
 
+// Removes the first record of a raw events file for which `match` holds; false when none does.
+bool DropFirstEvent(const std::string& file,
+                    const std::function<bool(const trace::EventRecord&)>& match) {
+  bool removed = false;
+  EditRawRecords<trace::EventFileHeader>(file, [&](char* rec) {
+    trace::EventRecord e;
+    std::memcpy(&e, rec, sizeof e);
+    if (removed || !match(e)) return true;
+    removed = true;
+    return false;
+  });
+  return removed;
+}
+
 std::map<std::string, uint64_t> CountByType(const Trace& t) {
   std::map<std::string, uint64_t> m;
   for (const auto& l : t.locations)
@@ -418,15 +432,10 @@ TEST_F(ConvertedRun, CancelledReceivesAreNoMissingCompletions) {
   EXPECT_EQ(r.by_rank[1]["MpiIrecvRequest"], 2u);
   EXPECT_TRUE(irecv_warnings(r).empty()) << irecv_warnings(r).front();
 
-  bool removed = false;  // one cancellation fewer: one receive left open
-  EditRawRecords<trace::EventFileHeader>(dir_ + "/raw/" + EventsFileName(1, 0), [&](char* rec) {
-    trace::EventRecord e;
-    std::memcpy(&e, rec, sizeof e);
-    if (removed || e.type != trace::kCancelled) return true;
-    removed = true;
-    return false;
-  });
-  ASSERT_TRUE(removed);
+  // One cancellation fewer: one receive left open.
+  ASSERT_TRUE(
+      DropFirstEvent(dir_ + "/raw/" + EventsFileName(1, 0),
+                     [](const trace::EventRecord& e) { return e.type == trace::kCancelled; }));
   result_ = ConvertToOtf2(dir_);
   r = CheckArchive(Archive());
   EXPECT_EQ(r.by_rank[1]["MpiRequestCancelled"], 1u);
@@ -573,15 +582,9 @@ TEST_F(ConvertedRun, WarnsOnANonblockingStartWithoutCompletion) {
     return true;
   });
   ASSERT_NE(isend, 0u);
-  bool removed = false;
-  EditRawRecords<trace::EventFileHeader>(file, [&](char* rec) {
-    trace::EventRecord e;
-    std::memcpy(&e, rec, sizeof e);
-    if (removed || e.type != trace::kCompletion || e.request != isend) return true;
-    removed = true;
-    return false;
-  });
-  ASSERT_TRUE(removed);
+  ASSERT_TRUE(DropFirstEvent(file, [&](const trace::EventRecord& e) {
+    return e.type == trace::kCompletion && e.request == isend;
+  }));
   result_ = ConvertToOtf2(dir_);
   CheckReport r = CheckArchive(Archive());
   int isend_warnings = 0, irecv_warnings = 0;
