@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/raw_input.h"
 #include "recording/callsite_live.h"
 
 namespace invmw::callsites {
@@ -368,16 +369,7 @@ bool ReadLiveTables(const std::string& path, LiveTables* out, std::string* error
     *error = path + ": not a regular file";
     return false;
   }
-  auto read_at = [fd](void* buf, size_t n, uint64_t at) {
-    auto* p = static_cast<char*>(buf);
-    while (n > 0) {
-      const ssize_t r = pread(fd, p, n, off_t(at));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      p += r, n -= size_t(r), at += uint64_t(r);
-    }
-    return true;
-  };
+  auto read_at = [fd](void* buf, size_t n, uint64_t at) { return rawio::ReadAt(fd, buf, n, at); };
   std::string err;
   const bool ok = ParseLiveTables(uint64_t(st.st_size), read_at, out, &err);
   close(fd);

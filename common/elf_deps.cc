@@ -14,6 +14,8 @@
 #include <map>
 #include <set>
 
+#include "common/raw_input.h"
+
 namespace invmw::elf {
 namespace {
 
@@ -33,20 +35,6 @@ class Fd {
  private:
   int fd_;
 };
-
-// Reads exactly n bytes at off, which the caller has checked lie inside the file.
-bool ReadAt(int fd, uint64_t off, void* buf, size_t n) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    const ssize_t got = pread(fd, p, n, off_t(off));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    off += uint64_t(got);
-    n -= size_t(got);
-  }
-  return true;
-}
 
 // off + len <= size without overflow.
 bool Inside(uint64_t off, uint64_t len, uint64_t size) {
@@ -76,7 +64,8 @@ DynamicInfo ReadDynamic(const std::string& path) {
   const uint64_t size = uint64_t(st.st_size);
   unsigned char ident[EI_NIDENT] = {0};
   const size_t head = size < EI_NIDENT ? size_t(size) : size_t(EI_NIDENT);
-  if (!ReadAt(fd.get(), 0, ident, head)) return Fail(d, Kind::kUnreadable, path + ": cannot read");
+  if (!rawio::ReadAt(fd.get(), ident, head, 0))
+    return Fail(d, Kind::kUnreadable, path + ": cannot read");
   if (head < SELFMAG || std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
     d.kind = Kind::kNotElf;
     return d;
@@ -84,7 +73,7 @@ DynamicInfo ReadDynamic(const std::string& path) {
   if (head < EI_NIDENT || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB)
     return Fail(d, Kind::kUnsupported, path + ": not a 64-bit little-endian ELF file");
   Elf64_Ehdr eh;
-  if (!Inside(0, sizeof eh, size) || !ReadAt(fd.get(), 0, &eh, sizeof eh))
+  if (!Inside(0, sizeof eh, size) || !rawio::ReadAt(fd.get(), &eh, sizeof eh, 0))
     return Fail(d, Kind::kMalformed, path + ": truncated ELF header");
   d.machine = eh.e_machine;
   if (eh.e_phnum == 0) {
@@ -100,7 +89,7 @@ DynamicInfo ReadDynamic(const std::string& path) {
   bool has_dyn = false;
   for (uint64_t i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
-    if (!ReadAt(fd.get(), eh.e_phoff + i * eh.e_phentsize, &ph, sizeof ph))
+    if (!rawio::ReadAt(fd.get(), &ph, sizeof ph, eh.e_phoff + i * eh.e_phentsize))
       return Fail(d, Kind::kUnreadable, path + ": cannot read program headers");
     if (ph.p_type == PT_LOAD) loads.push_back(ph);
     if (ph.p_type == PT_DYNAMIC && !has_dyn) dyn = ph, has_dyn = true;
@@ -115,7 +104,7 @@ DynamicInfo ReadDynamic(const std::string& path) {
   if (count > kMaxDynamicEntries)
     return Fail(d, Kind::kMalformed, path + ": dynamic section too large");
   std::vector<Elf64_Dyn> entries(count);
-  if (count && !ReadAt(fd.get(), dyn.p_offset, entries.data(), count * sizeof(Elf64_Dyn)))
+  if (count && !rawio::ReadAt(fd.get(), entries.data(), count * sizeof(Elf64_Dyn), dyn.p_offset))
     return Fail(d, Kind::kUnreadable, path + ": cannot read the dynamic section");
   uint64_t strtab = 0, strsz = 0;
   bool has_strtab = false;
@@ -162,7 +151,7 @@ DynamicInfo ReadDynamic(const std::string& path) {
   if (!mapped || strsz > avail || !Inside(off, strsz, size))
     return Fail(d, Kind::kMalformed, path + ": dynamic string table outside the file");
   std::string table(size_t(strsz), '\0');
-  if (strsz && !ReadAt(fd.get(), off, &table[0], table.size()))
+  if (strsz && !rawio::ReadAt(fd.get(), &table[0], table.size(), off))
     return Fail(d, Kind::kUnreadable, path + ": cannot read the dynamic string table");
   bool ok = true;
   auto str = [&](uint64_t at) {

@@ -75,18 +75,19 @@ inline int OpenRegularFile(const std::string& path, uint64_t max_bytes, uint64_t
   return fd;
 }
 
-// Reads n bytes at offset; a file that shrank meanwhile is an error.
-inline bool ReadAt(int fd, void* buf, size_t n, uint64_t offset, std::string* error) {
+// Reads n bytes at offset; a file that shrank meanwhile is an error (said in *error when
+// given; callers that word their own errors pass none).
+inline bool ReadAt(int fd, void* buf, size_t n, uint64_t offset, std::string* error = nullptr) {
   char* p = static_cast<char*>(buf);
   while (n) {
     const ssize_t r = pread(fd, p, n, off_t(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      *error = std::string("read failed: ") + std::strerror(errno);
+      if (error) *error = std::string("read failed: ") + std::strerror(errno);
       return false;
     }
     if (r == 0) {
-      *error = "shrank while being read";
+      if (error) *error = "shrank while being read";
       return false;
     }
     p += r, n -= size_t(r), offset += uint64_t(r);

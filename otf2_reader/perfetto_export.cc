@@ -37,22 +37,6 @@ struct Out {
   }
 };
 
-// The slice enclosing event `idx` of a location: the latest Enter not yet left. Returns its
-// time, or the event's own time when the event is outside every region.
-double EnclosingStart(const TraceLocation& l, size_t idx) {
-  int depth = 0;
-  for (size_t i = idx + 1; i-- > 0;) {
-    const auto& e = l.events[i];
-    if (e.type == TraceEvent::kLeave && i != idx)
-      ++depth;
-    else if (e.type == TraceEvent::kEnter) {
-      if (depth == 0) return e.time;
-      --depth;
-    }
-  }
-  return l.events[idx].time;
-}
-
 std::string CommName(const Trace& t, uint32_t comm) {
   auto it = t.comms.find(comm);
   return it != t.comms.end() && !it->second.name.empty() ? it->second.name
@@ -232,16 +216,6 @@ std::vector<std::string> RegionNames(const Trace& t) {
   return names;
 }
 
-void WriteSlices(const Trace& t, Out& o, TidOf& tid_of, CommNames& comms, PerfettoStats* st) {
-  const std::vector<std::string> names = RegionNames(t);
-  for (size_t li = 0; li < t.locations.size(); ++li) {
-    const auto& l = t.locations[li];
-    SliceWriter w(o, names, l.rank, tid_of[li], comms, st);
-    for (const auto& e : l.events) w.Event(e);
-    w.End();
-  }
-}
-
 // Metrics as counter tracks of the rank's process, one per metric (member): the sampler's
 // (metric locations) and the per-call counters of thread locations. A track's name is the
 // metric's, with its unit; the location's name goes first when the rank has several
@@ -287,21 +261,6 @@ class CounterWriter {
   std::map<uint32_t, std::vector<std::string>> track_names_;  // class -> member track names
 };
 
-void WriteCounters(const Trace& t, Out& o, PerfettoStats* st) {
-  std::map<int32_t, int> metric_locs_of_rank;
-  for (const auto& m : t.metric_locations)
-    if (!m.samples.empty()) ++metric_locs_of_rank[m.rank];
-  for (const auto& l : t.locations)
-    if (!l.metrics.empty()) ++metric_locs_of_rank[l.rank];
-  auto counters = [&](int32_t rank, const std::string& loc_name,
-                      const std::vector<TraceMetricSample>& samples) {
-    CounterWriter w(t, o, rank, metric_locs_of_rank[rank] > 1 ? loc_name + ": " : "", st);
-    for (const auto& s : samples) w.Sample(s);
-  };
-  for (const auto& m : t.metric_locations) counters(m.rank, m.name, m.samples);
-  for (const auto& l : t.locations) counters(l.rank, l.name, l.metrics);
-}
-
 // One flow arrow per matched message, from the slice holding the send to the one holding the
 // receive (each at the start of its enclosing slice).
 void WriteFlow(Out& o, CommNames& comms, uint64_t id, int32_t src, int32_t dst, uint32_t comm,
@@ -316,30 +275,16 @@ void WriteFlow(Out& o, CommNames& comms, uint64_t id, int32_t src, int32_t dst, 
                 (unsigned long long)bytes, (unsigned long long)recv_bytes, int(src), int(dst),
                 unsigned(tag));
   const std::string args = b + comms(comm) + "}";
-  o.Begin();
-  std::fprintf(o.f,
-               "{\"ph\":\"s\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-               "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
-               name.c_str(), (unsigned long long)id, send_rank, send_tid, send_start * 1e6,
-               args.c_str());
-  o.Begin();
-  std::fprintf(o.f,
-               "{\"ph\":\"f\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
-               "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
-               name.c_str(), (unsigned long long)id, recv_rank, recv_tid, recv_start * 1e6,
-               args.c_str());
-}
-
-void WriteFlows(const Trace& t, Out& o, TidOf& tid_of, CommNames& comms, PerfettoStats* st) {
-  uint64_t id = 0;
-  for (const auto& m : t.messages) {
-    const auto& sl = t.locations[m.send_loc];
-    const auto& rl = t.locations[m.recv_loc];
-    WriteFlow(o, comms, ++id, m.src, m.dst, m.comm, m.tag, m.bytes, m.recv_bytes, sl.rank,
-              tid_of[m.send_loc], EnclosingStart(sl, m.send_event), rl.rank, tid_of[m.recv_loc],
-              EnclosingStart(rl, m.recv_event));
-    ++st->flows;
-  }
+  // The arrow's start ("s") at the send's slice, its end ("f") at the receive's.
+  auto end = [&](char ph, int32_t rank, int tid, double start) {
+    o.Begin();
+    std::fprintf(o.f,
+                 "{\"ph\":\"%c\",\"cat\":\"p2p\",\"name\":%s,\"id\":%llu,\"pid\":%d,\"tid\":%d,"
+                 "\"ts\":%.3f,\"bp\":\"e\",\"args\":%s}",
+                 ph, name.c_str(), (unsigned long long)id, rank, tid, start * 1e6, args.c_str());
+  };
+  end('s', send_rank, send_tid, send_start);
+  end('f', recv_rank, recv_tid, recv_start);
 }
 
 // An unnamed temporary file beside `near` (O_TMPFILE: nothing to clean up, even after a
@@ -361,7 +306,7 @@ FILE* ScratchFile(const std::string& near) {
   return f;
 }
 
-// The arrows in ExportPerfetto's order (by send start; equal starts by the send's location and
+// The arrows in the file's order (by send start; equal starts by the send's location and
 // event) without holding them: runs of kRun sorted in memory and written to a scratch file,
 // then merged with a small buffer per run (an external merge sort). Memory: kRun records, and
 // kBuf per run (one run per kRun messages: 5 MiB, and 20 KiB per 65,536 messages).
@@ -463,6 +408,8 @@ void CheckWritten(FILE* f, const std::string& out_path) {
 
 PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path) {
   Trace& t = *trace;
+  // A temporary file renamed onto out_path once complete: a failed export leaves the
+  // previous one (and with SIGXFSZ ignored, RLIMIT_FSIZE is an error, not the end).
   IgnoreSigxfsz sigxfsz;
   AtomicFile file(out_path);
   Out o{file.get()};
@@ -492,8 +439,7 @@ PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path)
     StreamTrace(&t, so);
     matcher.Finish();
   }
-  // Pass 2, one location at a time (the slices of a location together, in location order, as
-  // ExportPerfetto writes them).
+  // Pass 2, one location at a time (the slices of a location together, in location order).
   const std::vector<std::string> names = RegionNames(t);
   const std::vector<char> no_metric_locations(t.metric_locations.size(), 0);
   for (size_t li = 0; li < t.locations.size(); ++li) {
@@ -538,25 +484,6 @@ PerfettoStats ExportPerfettoStreaming(Trace* trace, const std::string& out_path)
   });
   std::fputs("\n]}\n", o.f);
   CheckWritten(o.f, out_path);
-  file.Commit();
-  return st;
-}
-
-PerfettoStats ExportPerfetto(const Trace& t, const std::string& out_path) {
-  // A temporary file renamed onto out_path once complete: a failed export leaves the
-  // previous one (and with SIGXFSZ ignored, RLIMIT_FSIZE is an error, not the end).
-  IgnoreSigxfsz sigxfsz;
-  AtomicFile file(out_path);
-  Out o{file.get()};
-  PerfettoStats st;
-  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", o.f);
-  TidOf tid_of;
-  WriteMetadata(t, o, &tid_of);
-  CommNames comms(t);
-  WriteSlices(t, o, tid_of, comms, &st);
-  WriteCounters(t, o, &st);
-  WriteFlows(t, o, tid_of, comms, &st);
-  std::fputs("\n]}\n", o.f);
   file.Commit();
   return st;
 }

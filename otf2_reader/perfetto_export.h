@@ -29,14 +29,15 @@ struct PerfettoStats {
   uint64_t counters = 0;  // "C" events (one per metric value)
 };
 
-PerfettoStats ExportPerfetto(const Trace& trace, const std::string& out_path);
-// The same export of a trace too large for memory: `defs` from ReadTraceDefinitions(), the
-// events streamed (StreamTrace) and not kept: once for the messages (matched by StreamMatcher,
+// `defs` from ReadTraceDefinitions(); the events are streamed (StreamTrace) and not kept, so a
+// trace larger than memory can be exported: once for the messages (matched by StreamMatcher,
 // their arrows sorted by send start aside, an external merge sort over an unnamed scratch
-// file), then location by location for the slices and the counters: ExportPerfetto's file
-// (arrows of equal send starts ordered by the send's location and event). Memory:
-// O(locations + definitions + open regions and their records + open requests + messages not
-// yet paired) and the sort's 5 MiB run plus 20 KiB per 65,536 messages, no event kept.
+// file), then location by location for the slices and the counters. In the file: the metadata,
+// each location's slices in location order, the counters (metric locations, then per-call
+// counters of thread locations), then the arrows by send start (equal starts ordered by the
+// send's location and event). Memory: O(locations + definitions + open regions and their
+// records + open requests + messages not yet paired) and the sort's 5 MiB run plus 20 KiB per
+// 65,536 messages, no event kept.
 PerfettoStats ExportPerfettoStreaming(Trace* defs, const std::string& out_path);
 
 }  // namespace invmw::otf2

@@ -8,32 +8,6 @@
 namespace invmw::otf2 {
 namespace {
 
-class Failures {
- public:
-  Failures(CheckReport* r, size_t max) : r_(r), max_(max) {}
-  void Add(const std::string& kind, const std::string& what) {
-    if (++count_[kind] <= max_) r_->failures.push_back(what);
-    r_->ok = false;
-  }
-  void Summarise() {
-    for (const auto& [kind, n] : count_)
-      if (n > max_)
-        r_->failures.push_back("... and " + std::to_string(n - max_) + " more: " + kind);
-  }
-
- private:
-  CheckReport* r_;
-  size_t max_;
-  std::map<std::string, uint64_t> count_;
-};
-
-std::string Where(const Trace& t, size_t loc, size_t ev) {
-  const auto& l = t.locations[loc];
-  return "location \"" + l.name + "\" (rank " + std::to_string(l.rank) + ") event " +
-         std::to_string(ev) + " (" + EventTypeName(l.events[ev].type) + " at " +
-         std::to_string(l.events[ev].time) + " s)";
-}
-
 // A partial archive is a warning, with the size of its gaps when the converter knew them.
 void WarnPartial(const Trace& t, CheckReport* r) {
   auto it = t.properties.find("INVMW::PARTIAL");
@@ -51,220 +25,10 @@ void WarnPartial(const Trace& t, CheckReport* r) {
       (what.empty() ? std::string("a rank crashed or its data is damaged") : what) + ")");
 }
 
-// Metric locations: counts as declared, samples in time order.
-void CheckMetricLocations(const Trace& t, CheckReport* r, Failures& fail) {
-  for (const auto& m : t.metric_locations) {
-    r->by_type["Metric"] += m.samples.size();
-    r->by_rank[m.rank]["Metric"] += m.samples.size();
-    r->events += m.samples.size();
-    if (m.declared_events != m.samples.size())
-      fail.Add("event counts", "metric location \"" + m.name + "\": definitions declare " +
-                                   std::to_string(m.declared_events) + " events, the file holds " +
-                                   std::to_string(m.samples.size()));
-    for (size_t i = 1; i < m.samples.size(); ++i)
-      if (m.samples[i].ticks < m.samples[i - 1].ticks) {
-        fail.Add("metric timestamps", "metric location \"" + m.name + "\": sample " +
-                                          std::to_string(i) + " is earlier than the one before");
-        break;
-      }
-  }
-}
-
-// Thread locations: counts as declared, events in time order, regions properly nested.
-void CheckLocations(const Trace& t, CheckReport* r, Failures& fail) {
-  for (size_t li = 0; li < t.locations.size(); ++li) {
-    const auto& l = t.locations[li];
-    if (l.declared_events != l.events.size())
-      fail.Add("event counts", "location \"" + l.name + "\": definitions declare " +
-                                   std::to_string(l.declared_events) + " events, the file holds " +
-                                   std::to_string(l.events.size()));
-    std::vector<uint32_t> stack;
-    for (size_t i = 0; i < l.events.size(); ++i) {
-      const auto& e = l.events[i];
-      r->by_type[EventTypeName(e.type)]++;
-      r->by_rank[l.rank][EventTypeName(e.type)]++;
-      ++r->events;
-      if (i && e.ticks < l.events[i - 1].ticks)
-        fail.Add("timestamps", Where(t, li, i) + ": timestamp decreases (previous event at " +
-                                   std::to_string(l.events[i - 1].time) + " s)");
-      if (e.type == TraceEvent::kEnter)
-        stack.push_back(e.region);
-      else if (e.type == TraceEvent::kLeave) {
-        if (stack.empty() || stack.back() != e.region)
-          fail.Add("nesting", Where(t, li, i) + ": Leave does not match the innermost open region");
-        else
-          stack.pop_back();
-      }
-    }
-    if (!stack.empty())
-      r->warnings.push_back("location \"" + l.name + "\": " + std::to_string(stack.size()) +
-                            " region(s) still open at its end (the run stopped inside MPI?)");
-  }
-}
-
-// A nonblocking start without its completion record: legitimate for a request freed with
-// MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
-// A cancelled request has an MpiRequestCancelled instead of its completion; which kind of
-// start it cancelled is told by its request id (invmw's ids are unique per rank, a persistent
-// request keeps its kind), looked up among the starts of all locations of the rank.
-void WarnUnfinishedRequests(const Trace& t, CheckReport* r) {
-  std::map<int32_t, std::map<std::string, uint64_t>> cancelled;  // rank -> start type -> n
-  for (const auto& [rank, locs] : t.locations_of_rank) {
-    std::map<uint64_t, const char*> kind_of;
-    for (size_t li : locs)
-      for (const auto& e : t.locations[li].events)
-        if (e.type == TraceEvent::kMpiIsend || e.type == TraceEvent::kMpiIrecvRequest ||
-            e.type == TraceEvent::kNonBlockingCollectiveRequest)
-          kind_of[e.request] = EventTypeName(e.type);
-    for (size_t li : locs)
-      for (const auto& e : t.locations[li].events)
-        if (e.type == TraceEvent::kMpiRequestCancelled)
-          if (auto k = kind_of.find(e.request); k != kind_of.end()) ++cancelled[rank][k->second];
-  }
-  for (const auto& [rank, c] : r->by_rank) {
-    // An init-capture: clang before 16 cannot capture a structured binding.
-    auto n = [&c = c](const char* type) {
-      auto it = c.find(type);
-      return it == c.end() ? uint64_t(0) : it->second;
-    };
-    for (const auto& [start, done] :
-         {std::pair{"MpiIsend", "MpiIsendComplete"}, std::pair{"MpiIrecvRequest", "MpiIrecv"},
-          std::pair{"NonBlockingCollectiveRequest", "NonBlockingCollectiveComplete"}}) {
-      const uint64_t started = n(start), ended = n(done);
-      const uint64_t cancels = cancelled[rank][start];
-      if (started > ended + cancels)
-        r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(started) +
-                              " " + start + " but " + std::to_string(ended) + " " + done + " and " +
-                              std::to_string(cancels) + " cancelled" +
-                              " (requests freed without completion, or left open)");
-    }
-  }
-}
-
-// Receives posted and never completed (a leaked or freed request): legal MPI, but a message
-// that matched one is lost to the application, which is worth saying.
-void WarnUncompletedReceives(const Trace& t, size_t max_listed, CheckReport* r) {
-  size_t listed = 0, more = 0;
-  std::map<int32_t, uint64_t> open_at_end, wildcards;
-  for (const auto& u : t.uncompleted_recvs) {
-    if (u.wildcard) {
-      ++wildcards[u.rank];
-    } else if (!u.matched) {
-      ++open_at_end[u.rank];
-    } else if (listed++ < max_listed) {
-      auto comm = t.comms.find(u.comm);
-      r->warnings.push_back(
-          "rank " + std::to_string(u.rank) + ": a receive posted at " +
-          std::to_string(u.post_time) + " s from rank " + std::to_string(u.peer) + ", tag " +
-          std::to_string(u.tag) + " on " +
-          (comm == t.comms.end() ? "communicator " + std::to_string(u.comm) : comm->second.name) +
-          " was matched by a message of " + std::to_string(u.bytes) +
-          " bytes but never completed (" + Where(t, u.send_loc, u.send_event) + ")");
-    } else {
-      ++more;
-    }
-  }
-  if (more)
-    r->warnings.push_back("... and " + std::to_string(more) +
-                          " more receives matched by a message but never completed");
-  for (const auto& [rank, n] : open_at_end)
-    r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
-                          " receive(s) still posted at the end, no message reached them");
-  for (const auto& [rank, n] : wildcards)
-    r->warnings.push_back("rank " + std::to_string(rank) + ": " + std::to_string(n) +
-                          " receive(s) posted with MPI_ANY_SOURCE or MPI_ANY_TAG never completed; "
-                          "which message each took is unknown, so matching on their channels "
-                          "may be off");
-}
-
-// Point-to-point: every send and receive matched, receives after their sends, sizes agreeing.
-void CheckMessages(const Trace& t, CheckReport* r, Failures& fail) {
-  for (const auto& u : t.unmatched_sends)
-    fail.Add("unmatched sends", Where(t, u.loc, u.event) + ": send without a matching receive");
-  for (const auto& u : t.unmatched_recvs)
-    fail.Add("unmatched receives", Where(t, u.loc, u.event) + ": receive without a matching send");
-  for (const auto& m : t.messages) {
-    ++r->messages;
-    // Within the measured uncertainty of the two clocks' offsets, an early receive is the
-    // clocks', not the trace's.
-    const double slack =
-        t.locations[m.send_loc].clock_uncertainty_s + t.locations[m.recv_loc].clock_uncertainty_s;
-    if (m.recv_time + slack < m.send_time)
-      fail.Add("causality", Where(t, m.recv_loc, m.recv_event) + ": receive completes " +
-                                std::to_string((m.send_time - m.recv_time) * 1e6) +
-                                " us before its send (" + Where(t, m.send_loc, m.send_event) +
-                                ") began, beyond the clocks' measured uncertainty (" +
-                                std::to_string(slack * 1e6) + " us); clocks not synchronised?");
-    if (m.recv_bytes != m.bytes)
-      fail.Add("message sizes", Where(t, m.recv_loc, m.recv_event) + ": received " +
-                                    std::to_string(m.recv_bytes) +
-                                    " bytes, the matching send sent " + std::to_string(m.bytes));
-  }
-}
-
-}  // namespace
-
-CheckReport CheckTrace(const Trace& t, size_t max_listed) {
-  CheckReport r;
-  Failures fail(&r, max_listed);
-  WarnPartial(t, &r);
-  CheckMetricLocations(t, &r, fail);
-  CheckLocations(t, &r, fail);
-  WarnUnfinishedRequests(t, &r);
-  WarnUncompletedReceives(t, max_listed, &r);
-  CheckMessages(t, &r, fail);
-  fail.Summarise();
-  return r;
-}
-
-void PrintCheckReport(const Trace& t, const CheckReport& r, FILE* out) {
-  std::fprintf(out, "%s: %zu locations, %llu events, %llu messages, %.6f s\n", t.path.c_str(),
-               t.locations.size() + t.metric_locations.size(), (unsigned long long)r.events,
-               (unsigned long long)r.messages,
-               t.timer_resolution ? double(t.trace_length) / double(t.timer_resolution) : 0.0);
-  // Up to kColumns ranks fit beside the totals; beyond that each rank gets a line of its own.
-  constexpr size_t kColumns = 8;
-  const bool columns = r.by_rank.size() <= kColumns;
-  std::fprintf(out, "\n%-32s %12s", "EVENT TYPE", "TOTAL");
-  if (columns)
-    for (const auto& [rank, _] : r.by_rank)
-      std::fprintf(out, " %10s", ("rank " + std::to_string(rank)).c_str());
-  std::fputc('\n', out);
-  for (const auto& [type, n] : r.by_type) {
-    std::fprintf(out, "%-32s %12llu", type.c_str(), (unsigned long long)n);
-    if (columns)
-      for (const auto& [rank, counts] : r.by_rank) {
-        auto it = counts.find(type);
-        std::fprintf(out, " %10llu", (unsigned long long)(it == counts.end() ? 0 : it->second));
-      }
-    std::fputc('\n', out);
-  }
-  if (!columns) {
-    std::fprintf(out, "\nper rank:\n");
-    for (const auto& [rank, counts] : r.by_rank) {
-      uint64_t total = 0;
-      for (const auto& [type, n] : counts) total += n;
-      std::fprintf(out, "  rank %-6d %12llu events:", rank, (unsigned long long)total);
-      for (const auto& [type, n] : counts)
-        std::fprintf(out, " %s %llu", type.c_str(), (unsigned long long)n);
-      std::fputc('\n', out);
-    }
-  }
-  for (const auto& w : r.warnings) std::fprintf(out, "warning: %s\n", w.c_str());
-  for (const auto& f : r.failures) std::fprintf(out, "FAILED: %s\n", f.c_str());
-  std::fprintf(out, "%s\n", r.ok ? "check passed" : "check FAILED");
-}
-
-}  // namespace invmw::otf2
-
-// --- Streaming: the same checks over StreamTrace, nothing kept per event -------------------
-namespace invmw::otf2 {
-namespace {
-
-// Failures listed in the order CheckTrace lists them (metric locations, then thread locations
-// in index order and their events in order, then unmatched sends and receives, then messages
-// by send start), whatever order the stream finds them in: per kind the first max_listed by
-// that order are kept, the rest counted.
+// Failures listed in the order of the archive (metric locations, then thread locations in index
+// order and their events in order, then unmatched sends and receives, then messages by send
+// start), whatever order the stream finds them in: per kind the first max_listed by that order
+// are kept, the rest counted.
 class OrderedFailures {
  public:
   struct Key {
@@ -417,7 +181,7 @@ CheckReport CheckTraceStreaming(Trace* trace, size_t max_listed) {
     matcher.Event(li, index, e, posted);
   };
   so.metric = [&](bool on_metric_location, size_t li, const TraceMetricSample& s) {
-    if (!on_metric_location) return;  // per-call counters: not counted (as CheckTrace)
+    if (!on_metric_location) return;  // per-call counters: not counted
     MetricLoc& m = mlocs[li];
     if (m.samples && s.ticks < m.last_ticks && !m.reported) {
       m.reported = true;
@@ -464,7 +228,8 @@ CheckReport CheckTraceStreaming(Trace* trace, size_t max_listed) {
       r.warnings.push_back("location \"" + l.name + "\": " + std::to_string(locs[li].stack.size()) +
                            " region(s) still open at its end (the run stopped inside MPI?)");
   }
-  // Requests started more often than completed or cancelled (WarnUnfinishedRequests).
+  // Requests started more often than completed or cancelled: legitimate for a request freed
+  // with MPI_Request_free or left open by a crash, so a warning, with the counts per rank.
   for (const auto& [rank, c] : r.by_rank) {
     auto n = [&c = c](const char* type) {
       auto it = c.find(type);
@@ -482,7 +247,8 @@ CheckReport CheckTraceStreaming(Trace* trace, size_t max_listed) {
                              " (requests freed without completion, or left open)");
     }
   }
-  // Receives posted and never completed (WarnUncompletedReceives).
+  // Receives posted and never completed (a leaked or freed request): legal MPI, but a message
+  // that matched one is lost to the application, which is worth saying.
   {
     size_t listed = 0, more = 0;
     std::map<int32_t, uint64_t> open_at_end, wildcards;
@@ -528,6 +294,44 @@ CheckReport CheckTraceStreaming(Trace* trace, size_t max_listed) {
   fail.Finish();
   r.peak_pending = matcher.peak_pending;
   return r;
+}
+
+void PrintCheckReport(const Trace& t, const CheckReport& r, FILE* out) {
+  std::fprintf(out, "%s: %zu locations, %llu events, %llu messages, %.6f s\n", t.path.c_str(),
+               t.locations.size() + t.metric_locations.size(), (unsigned long long)r.events,
+               (unsigned long long)r.messages,
+               t.timer_resolution ? double(t.trace_length) / double(t.timer_resolution) : 0.0);
+  // Up to kColumns ranks fit beside the totals; beyond that each rank gets a line of its own.
+  constexpr size_t kColumns = 8;
+  const bool columns = r.by_rank.size() <= kColumns;
+  std::fprintf(out, "\n%-32s %12s", "EVENT TYPE", "TOTAL");
+  if (columns)
+    for (const auto& [rank, _] : r.by_rank)
+      std::fprintf(out, " %10s", ("rank " + std::to_string(rank)).c_str());
+  std::fputc('\n', out);
+  for (const auto& [type, n] : r.by_type) {
+    std::fprintf(out, "%-32s %12llu", type.c_str(), (unsigned long long)n);
+    if (columns)
+      for (const auto& [rank, counts] : r.by_rank) {
+        auto it = counts.find(type);
+        std::fprintf(out, " %10llu", (unsigned long long)(it == counts.end() ? 0 : it->second));
+      }
+    std::fputc('\n', out);
+  }
+  if (!columns) {
+    std::fprintf(out, "\nper rank:\n");
+    for (const auto& [rank, counts] : r.by_rank) {
+      uint64_t total = 0;
+      for (const auto& [type, n] : counts) total += n;
+      std::fprintf(out, "  rank %-6d %12llu events:", rank, (unsigned long long)total);
+      for (const auto& [type, n] : counts)
+        std::fprintf(out, " %s %llu", type.c_str(), (unsigned long long)n);
+      std::fputc('\n', out);
+    }
+  }
+  for (const auto& w : r.warnings) std::fprintf(out, "warning: %s\n", w.c_str());
+  for (const auto& f : r.failures) std::fprintf(out, "FAILED: %s\n", f.c_str());
+  std::fprintf(out, "%s\n", r.ok ? "check passed" : "check FAILED");
 }
 
 }  // namespace invmw::otf2

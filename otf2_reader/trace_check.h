@@ -28,13 +28,13 @@ struct CheckReport {
   size_t peak_pending = 0;  // CheckTraceStreaming: most sends and receives held at once
 };
 
-// max_listed: at most this many failures of one kind are spelled out (the rest are counted).
-CheckReport CheckTrace(const Trace& trace, size_t max_listed = 10);
-// The same checks on a trace too large for memory: `defs` from ReadTraceDefinitions(), the
-// events streamed (StreamTrace) once and not kept; the same report as CheckTrace on the
-// ReadTrace of the archive (failures of one kind listed in the same order; messages with equal
-// send times ordered by location and event). Memory: O(locations + definitions + open regions
-// + open requests + messages not yet paired), see StreamMatcher.
+// `defs` from ReadTraceDefinitions(), the events streamed (StreamTrace) once and not kept, so a
+// trace larger than memory can be checked. max_listed: at most this many failures of one kind
+// are spelled out (the rest are counted), the first ones in the archive's order (metric
+// locations, thread locations in order and their events in order, unmatched sends, unmatched
+// receives, then messages by send start; equal send times ordered by location and event).
+// Memory: O(locations + definitions + open regions + open requests + messages not yet paired),
+// see StreamMatcher.
 CheckReport CheckTraceStreaming(Trace* defs, size_t max_listed = 10);
 void PrintCheckReport(const Trace& trace, const CheckReport& report, FILE* out);
 

@@ -84,7 +84,8 @@ class ArchiveOutput : public ::testing::Test {
     Trace t = ReadTrace(anchor);
     uint64_t n = 0;
     for (const auto& l : t.locations) n += l.events.size();
-    EXPECT_TRUE(CheckTrace(t).ok);
+    Trace defs = ReadTraceDefinitions(anchor);
+    EXPECT_TRUE(CheckTraceStreaming(&defs).ok);
     return n;
   }
   // Entries of dir_ left by a writer (temporary archives or files).

@@ -55,30 +55,15 @@ void OpenLiveSites(int max_threads, int depth) {
   // As the live counter file (runtime.cc OpenLiveCounters): none when asked for none.
   if (!g.cfg.PROFILE_LIVE_COUNTERS || !g.cfg.PROFILE_RAW_ON_SIGNAL) return;
   const std::string path = recording::LiveSitesPath(g.output_dir, g.rank);
-  const uint64_t names_off = sizeof(recording::LiveSitesHeader);
-  const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
   const uint64_t slot_size = recording::LiveSitesSlotSize(g_slots, kNumFuncs);
-  const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
-  // Blocks for the header and names now, for a slot when a thread takes it.
-  recording::LiveFile lf;
-  int err = 0;
-  switch (recording::CreateLiveFile(path.c_str(), size, slots_off, &lf, &err)) {
-    case recording::LiveFileError::kNone:
-      break;
-    case recording::LiveFileError::kExists:
-      OutputExists(path.c_str());
-      return;
-    case recording::LiveFileError::kCreate:
-      WarnOnce("cannot create the live call-site file " + path + " (" + std::strerror(err) +
-               "); a rank that does not reach MPI_Finalize will leave no call-site table");
-      return;
-    case recording::LiveFileError::kMap:
-      WarnOnce("cannot map the live call-site file " + path + " (" + std::strerror(err) +
-               "); a rank that does not reach MPI_Finalize will leave no call-site table");
-      return;
-  }
-  void* m = lf.base;
-  const int fd = lf.fd;
+  // A slot gets its blocks when a thread takes it (LiveTable).
+  int fd = -1;
+  uint64_t slots_off = 0, size = 0;
+  void* m =
+      OpenLiveFile(path, sizeof(recording::LiveSitesHeader), slot_size, max_threads, "call-site",
+                   "a rank that does not reach MPI_Finalize will leave no call-site table", true,
+                   &fd, &slots_off, &size);
+  if (!m) return;
   auto* h = static_cast<recording::LiveSitesHeader*>(m);
   h->version = recording::kLiveSitesVersion;
   h->header_size = sizeof *h;
@@ -89,14 +74,9 @@ void OpenLiveSites(int max_threads, int depth) {
   h->slot_count = uint32_t(max_threads);
   h->rank = g.rank;
   h->depth = uint32_t(depth);
-  h->names_offset = names_off;
+  h->names_offset = sizeof(recording::LiveSitesHeader);
   h->slots_offset = slots_off;
   h->slot_size = slot_size;
-  char* names = static_cast<char*>(m) + names_off;
-  for (int f = 0; f < kNumFuncs; ++f) {
-    const size_t n = std::min<size_t>(std::strlen(kFuncNames[f]), 47);
-    std::memcpy(names + 48 * f, kFuncNames[f], n);
-  }
   __atomic_store_n(&h->magic, recording::kLiveSitesMagic, __ATOMIC_RELEASE);
   g_live_path = path;
   g_live_fd = fd;
@@ -117,12 +97,7 @@ recording::CallSiteTable* LiveTable(int idx) {
   auto* t =
       recording::CallSiteTable::Place(reinterpret_cast<char*>(g_live) + off, g_slots, kNumFuncs);
   if (!t) return nullptr;
-  // Readers take slots below slots_used; a slot is zero until its thread counts.
-  uint32_t used = __atomic_load_n(&g_live->slots_used, __ATOMIC_RELAXED);
-  while (used < uint32_t(idx + 1) &&
-         !__atomic_compare_exchange_n(&g_live->slots_used, &used, uint32_t(idx + 1), false,
-                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-  }
+  recording::MarkLiveSlotUsed(&g_live->slots_used, idx);
   return t;
 }
 

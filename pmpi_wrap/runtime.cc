@@ -110,41 +110,23 @@ void OpenLiveCounters(int max_threads) {
   if (!g.cfg.PROFILE_LIVE_COUNTERS || !g.cfg.PROFILE_RAW_ON_SIGNAL || g.output_dir.empty()) return;
   const std::string path = profile::LiveCountersPath(g.output_dir, g.rank);
   if (path.size() >= sizeof g_live_path) return;
-  const uint64_t names_off = sizeof(raw::LiveHeader);
-  const uint64_t slots_off = (names_off + uint64_t(kNumFuncs) * 48 + 4095) & ~uint64_t(4095);
   const uint64_t slot_size = uint64_t(kNumFuncs) * sizeof(raw::FuncCounters);
-  const uint64_t size = slots_off + uint64_t(max_threads) * slot_size;
-  // The header and names get their blocks now; a slot's when a thread takes it (AttachThread).
-  recording::LiveFile lf;
-  int err = 0;
-  switch (recording::CreateLiveFile(path.c_str(), size, slots_off, &lf, &err)) {
-    case recording::LiveFileError::kNone:
-      break;
-    case recording::LiveFileError::kExists:
-      OutputExists(path.c_str());
-      return;
-    case recording::LiveFileError::kCreate:
-      g.errors.fetch_add(1, std::memory_order_relaxed);
-      return;
-    case recording::LiveFileError::kMap:
-      WarnOnce("cannot map the live counter file " + path + " (" + std::strerror(err) +
-               "); a rank killed by SIGKILL will leave no counts");
-      return;
-  }
-  void* m = lf.base;
-  const int fd = lf.fd;
+  // A slot gets its blocks when a thread takes it (SlotCounters).
+  int fd = -1;
+  uint64_t slots_off = 0, size = 0;
+  void* m =
+      OpenLiveFile(path, sizeof(raw::LiveHeader), slot_size, max_threads, "counter",
+                   "a rank killed by SIGKILL will leave no counts", false, &fd, &slots_off, &size);
+  if (!m) return;
   auto* h = static_cast<raw::LiveHeader*>(m);
   h->version = raw::kLiveVersion;
   h->header_size = sizeof(raw::LiveHeader);
   h->counters_size = sizeof(raw::FuncCounters);
   h->num_funcs = uint32_t(kNumFuncs);
   h->slot_count = uint32_t(max_threads);
-  h->names_offset = names_off;
+  h->names_offset = sizeof(raw::LiveHeader);
   h->slots_offset = slots_off;
   h->slot_size = slot_size;
-  char* names = static_cast<char*>(m) + names_off;
-  for (int f = 0; f < kNumFuncs; ++f)
-    CopyCString(*reinterpret_cast<char(*)[48]>(names + 48 * f), kFuncNames[f]);
   std::memcpy(g_live_path, path.c_str(), path.size() + 1);
   g_live_fd = fd;
   g_live_size = size;
@@ -158,12 +140,7 @@ FuncStats* SlotCounters(int idx) {
     const uint64_t off = g_live->slots_offset + uint64_t(idx) * g_live->slot_size;
     const int err = posix_fallocate(g_live_fd, off_t(off), off_t(g_live->slot_size));
     if (err == 0) {
-      // Readers take slots below slots_used; a slot is zero until its thread counts.
-      uint32_t used = __atomic_load_n(&g_live->slots_used, __ATOMIC_RELAXED);
-      while (used < uint32_t(idx + 1) &&
-             !__atomic_compare_exchange_n(&g_live->slots_used, &used, uint32_t(idx + 1), false,
-                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-      }
+      recording::MarkLiveSlotUsed(&g_live->slots_used, idx);
       return reinterpret_cast<FuncStats*>(reinterpret_cast<char*>(g_live) + off);
     }
     // Once per thread start at most, never on the call path.
@@ -654,6 +631,43 @@ void OutputExists(const char* path) {
   g.errors.fetch_add(1, std::memory_order_relaxed);
   g_outputs_refused.fetch_add(1, std::memory_order_relaxed);
   if (!g_refused_path_taken.exchange(true)) CopyCString(g_refused_path, path);
+}
+
+void* OpenLiveFile(const std::string& path, uint64_t header_size, uint64_t slot_size,
+                   int max_threads, const char* what, const char* loss, bool warn_on_create,
+                   int* fd, uint64_t* slots_off, uint64_t* size) {
+  uint64_t names_off = 0;
+  recording::LiveFileLayout(header_size, kNumFuncs, &names_off, slots_off);
+  *size = *slots_off + uint64_t(max_threads) * slot_size;
+  // Blocks for the header and the names now, for a slot when a thread takes it.
+  recording::LiveFile lf;
+  int err = 0;
+  const char* failed = nullptr;
+  switch (recording::CreateLiveFile(path.c_str(), *size, *slots_off, &lf, &err)) {
+    case recording::LiveFileError::kNone:
+      break;
+    case recording::LiveFileError::kExists:
+      OutputExists(path.c_str());
+      return nullptr;
+    case recording::LiveFileError::kCreate:
+      if (!warn_on_create) {
+        g.errors.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+      }
+      failed = "create";
+      break;
+    case recording::LiveFileError::kMap:
+      failed = "map";
+      break;
+  }
+  if (failed) {
+    WarnOnce(std::string("cannot ") + failed + " the live " + what + " file " + path + " (" +
+             std::strerror(err) + "); " + loss);
+    return nullptr;
+  }
+  recording::WriteLiveNames(lf.base, names_off, kFuncNames, kNumFuncs);
+  *fd = lf.fd;
+  return lf.base;
 }
 
 // ---- init / finalize -----------------------------------------------------------------------

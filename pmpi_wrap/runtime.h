@@ -95,6 +95,17 @@ void OutputExists(const char* path);
 // Writes "invmw: warning: ..." once per distinct call site (rank 0 only when ranks are known).
 void WarnOnce(const std::string& msg);
 
+// A rank's live file (recording/live_file.h: the counters' and the call-site tables'): a header
+// of header_size bytes, the function names (written here), max_threads slots of slot_size
+// bytes. Returns its mapping, or null when there is none, having said why: an entry of that
+// name exists (OutputExists), it cannot be created (a warning "cannot create the live WHAT
+// file PATH (error); LOSS" when warn_on_create, else counted as an error) or mapped (the same
+// warning, "cannot map"). *fd: kept open to reserve the slots' blocks; *slots_off, *size: the
+// layout.
+void* OpenLiveFile(const std::string& path, uint64_t header_size, uint64_t slot_size,
+                   int max_threads, const char* what, const char* loss, bool warn_on_create,
+                   int* fd, uint64_t* slots_off, uint64_t* size);
+
 // Writes "invmw: note: ..." the same way, unless INVMW_RUNTIME_QUIET: for a fallback invmw took
 // (software events for missing hardware counters), which is no problem of the run.
 void NoteOnce(const std::string& msg);

@@ -48,4 +48,31 @@ inline LiveFileError CreateLiveFile(const char* path, uint64_t size, uint64_t re
   return LiveFileError::kNone;
 }
 
+// Both files' layout: the header, then a 48-byte name per function (up to 47 characters and a
+// NUL), then the slots from the next page on. Returns the names' offset and the slots'.
+inline void LiveFileLayout(uint64_t header_size, int num_funcs, uint64_t* names_off,
+                           uint64_t* slots_off) {
+  *names_off = header_size;
+  *slots_off = (header_size + uint64_t(num_funcs) * 48 + 4095) & ~uint64_t(4095);
+}
+inline void WriteLiveNames(void* base, uint64_t names_off, const char* const* names, int n) {
+  char* out = static_cast<char*>(base) + names_off;
+  for (int f = 0; f < n; ++f) {
+    size_t len = 0;
+    while (len < 47 && names[f][len]) ++len;
+    for (size_t i = 0; i < len; ++i) out[48 * f + i] = names[f][i];
+    out[48 * f + len] = '\0';
+  }
+}
+
+// Readers take the slots below *slots_used; slot idx joins them (a slot is zero until its
+// thread counts, so one taken early is read as empty).
+inline void MarkLiveSlotUsed(uint32_t* slots_used, int idx) {
+  uint32_t used = __atomic_load_n(slots_used, __ATOMIC_RELAXED);
+  while (used < uint32_t(idx + 1) &&
+         !__atomic_compare_exchange_n(slots_used, &used, uint32_t(idx + 1), false, __ATOMIC_RELEASE,
+                                      __ATOMIC_RELAXED)) {
+  }
+}
+
 }  // namespace invmw::recording

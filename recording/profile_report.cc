@@ -80,21 +80,10 @@ std::string LiveCountersPath(const std::string& dir, int rank) {
 
 namespace {
 
-bool PreadAll(int fd, void* buf, size_t n, uint64_t at) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    const ssize_t r = pread(fd, p, n, off_t(at));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r, n -= size_t(r), at += uint64_t(r);
-  }
-  return true;
-}
-
 // The live file's counters summed over its slots, as the dump the rank would have written.
 bool ParseLiveFile(int fd, const struct stat& st, RankData* out, std::string* error) {
   raw::LiveHeader h;
-  if (uint64_t(st.st_size) < sizeof h || !PreadAll(fd, &h, sizeof h, 0)) {
+  if (uint64_t(st.st_size) < sizeof h || !rawio::ReadAt(fd, &h, sizeof h, 0)) {
     *error = "live counter file of " + std::to_string(st.st_size) +
              " bytes is shorter than its header (" + std::to_string(sizeof h) + ")";
     return false;
@@ -126,12 +115,13 @@ bool ParseLiveFile(int fd, const struct stat& st, RankData* out, std::string* er
   }
   std::vector<char> names(size_t(h.num_funcs) * 48);
   std::vector<raw::FuncCounters> sum(h.num_funcs), slot(h.num_funcs);
-  if (!names.empty() && !PreadAll(fd, names.data(), names.size(), h.names_offset)) {
+  if (!names.empty() && !rawio::ReadAt(fd, names.data(), names.size(), h.names_offset)) {
     *error = "cannot read the function names";
     return false;
   }
   for (uint32_t t = 0; t < h.slots_used; ++t) {
-    if (h.num_funcs && !PreadAll(fd, slot.data(), h.slot_size, h.slots_offset + t * h.slot_size)) {
+    if (h.num_funcs &&
+        !rawio::ReadAt(fd, slot.data(), h.slot_size, h.slots_offset + t * h.slot_size)) {
       *error = "cannot read thread slot " + std::to_string(t);
       return false;
     }

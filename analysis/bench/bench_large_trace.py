@@ -18,20 +18,9 @@ import sys
 import tempfile
 import time
 
-
-def measure(argv):
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.monotonic() - t0
-    return os.waitstatus_to_exitcode(status), wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "otf2_reader", "tests"))
+from synthetic_trace import make_synthetic, run_measured  # noqa: E402
 
 
 def main():
@@ -48,20 +37,17 @@ def main():
     tdir = os.path.join(work, "trace")
     try:
         t0 = time.monotonic()
-        r = subprocess.run([os.path.join(a.bin, "make_synthetic_otf2"), tdir, a.events, a.ranks],
-                           capture_output=True, text=True)
-        if r.returncode:
-            sys.exit(r.stderr)
-        events = int(r.stdout.split()[0])
+        events, made = make_synthetic(os.path.join(a.bin, "make_synthetic_otf2"), tdir, a.events,
+                                      a.ranks)
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tdir) for f in fs)
-        print("%s (%.1f s to write, %.0f MiB on disk)" % (r.stdout.strip(),
-                                                         time.monotonic() - t0, size / 2**20))
+        print("%s (%.1f s to write, %.0f MiB on disk)" % (made, time.monotonic() - t0,
+                                                         size / 2**20))
         best = {}
         for rep in range(a.repeats):
             for threads in (1, 2):
-                rc, wall, cpu, peak = measure([os.path.join(a.bin, "invmw"), "analyze", "--quiet",
-                                               "--threads", str(threads), "--json",
-                                               os.path.join(work, "a.json"), tdir])
+                u = run_measured([os.path.join(a.bin, "invmw"), "analyze", "--quiet", "--threads",
+                                  str(threads), "--json", os.path.join(work, "a.json"), tdir])
+                rc, wall, cpu, peak = u.status, u.wall_s, u.cpu_s, u.peak_kib / 1024
                 print("invmw analyze --threads %d: exit %d, wall %.2f s (%.2f M events/s), CPU "
                       "%.2f s (%.2f M events per CPU-s), peak RSS %.0f MiB (%.0f bytes/event)"
                       % (threads, rc, wall, events / wall / 1e6, cpu, events / cpu / 1e6, peak,

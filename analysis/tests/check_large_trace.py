@@ -23,19 +23,10 @@ import shutil
 import subprocess
 import sys
 
-
-def peak_of(argv):
-    """Runs argv (stdout discarded); returns (exit status, peak RSS bytes, CPU seconds)."""
-    pid = os.fork()
-    if pid == 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
-    return os.waitstatus_to_exitcode(status), ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "otf2_reader", "tests"))
+from synthetic_trace import (  # noqa: E402
+    fresh_dir, make_synthetic, report, run_measured, synthetic_iterations)
 
 
 def main():
@@ -48,15 +39,10 @@ def main():
     ap.add_argument("--bytes-per-event", type=float, default=23)
     ap.add_argument("--memory-events", type=float, default=0)
     a = ap.parse_args()
-    if os.path.exists(a.work):
-        shutil.rmtree(a.work)
-    os.makedirs(a.work)
+    fresh_dir(a.work)
     tdir = os.path.join(a.work, "trace")
-    r = subprocess.run([a.maker, tdir, "%g" % a.events, "8"], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("make_synthetic_otf2 failed: " + r.stderr)
-    events = int(r.stdout.split()[0])
-    print(r.stdout.strip())
+    events, made = make_synthetic(a.maker, tdir, a.events)
+    print(made)
     failures = []
 
     r = subprocess.run([a.invmw, "trace", "check", tdir], capture_output=True, text=True)
@@ -70,8 +56,9 @@ def main():
         docs = {}
         for threads in (1, 2):
             out = os.path.join(a.work, "analysis-%d.json" % threads)
-            rc, peak, cpu = peak_of([a.invmw, "analyze", "--quiet", "--threads", str(threads),
-                                     "--json", out, tdir])
+            u = run_measured([a.invmw, "analyze", "--quiet", "--threads", str(threads), "--json",
+                              out, tdir])
+            rc, peak, cpu = u.status, u.peak_kib * 1024, u.cpu_s
             if rc != 0:
                 failures.append("invmw analyze --threads %d exited %d" % (threads, rc))
                 continue
@@ -90,11 +77,7 @@ def main():
     docs = analyze(tdir, events, 0 if a.memory_events else a.bytes_per_event)
     if a.memory_events:
         mdir = os.path.join(a.work, "memory-trace")
-        r = subprocess.run([a.maker, mdir, "%g" % a.memory_events, "8"], capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            sys.exit("make_synthetic_otf2 failed: " + r.stderr)
-        mdocs = analyze(mdir, int(r.stdout.split()[0]), a.bytes_per_event)
+        mdocs = analyze(mdir, make_synthetic(a.maker, mdir, a.memory_events)[0], a.bytes_per_event)
         shutil.rmtree(mdir)
         if len(mdocs) == 2 and mdocs[1] != mdocs[2]:
             failures.append("analyses of the memory trace with 1 and 2 threads differ")
@@ -104,7 +87,7 @@ def main():
             failures.append("analyses with 1 and 2 threads differ in %s" % keys)
         d = docs[1]
         ranks = 8
-        iterations = (events - 4 * ranks) // (10 * ranks)
+        iterations = synthetic_iterations(events, ranks)
         if d.get("events") != events:
             failures.append("analysis counts %s events, expected %d" % (d.get("events"), events))
         if d.get("messages") != iterations * ranks:
@@ -114,12 +97,7 @@ def main():
         if d.get("collective_instances") != iterations:
             failures.append("collective instances %s, expected %d"
                             % (d.get("collective_instances"), iterations))
-    for f in failures:
-        print("FAIL: " + f)
-    if not failures:
-        shutil.rmtree(a.work)
-        print("large trace: all checks passed")
-    return 1 if failures else 0
+    return report(failures, a.work, "large trace: all checks passed")
 
 
 if __name__ == "__main__":

@@ -14,28 +14,15 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 
+from synthetic_trace import (fresh_dir, make_synthetic, report, run_measured,
+                             synthetic_iterations)
 
-def run_peak(argv):
-    """Runs argv; returns (exit status, stdout, peak RSS in MiB, CPU seconds)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        os.dup2(w, 1)
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    os.close(w)
-    out = b""
-    with os.fdopen(r, "rb") as f:
-        out = f.read()
-    _, status, ru = os.wait4(pid, 0)
-    return (os.waitstatus_to_exitcode(status), out.decode(), ru.ru_maxrss / 1024.0,
-            ru.ru_utime + ru.ru_stime)
+
+def peak_mib(u):
+    """(exit status, stdout, peak RSS in MiB, CPU seconds) of a run_measured child."""
+    return u.status, u.out, u.peak_kib / 1024.0, u.cpu_s
 
 
 def main():
@@ -49,20 +36,15 @@ def main():
     # 0: no memory bound (sanitizer builds, whose shadow memory inflates the RSS).
     ap.add_argument("--bound-mib", type=float, default=64)
     a = ap.parse_args()
-    if os.path.exists(a.work):
-        shutil.rmtree(a.work)
-    os.makedirs(a.work)
+    fresh_dir(a.work)
     failures = []
     peaks = {}
     for label, n in (("small", a.small), ("large", a.large)):
         tdir = os.path.join(a.work, label)
-        r = subprocess.run([a.maker, tdir, "%g" % n, "8"], capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("make_synthetic_otf2 failed: " + r.stderr)
-        events = int(r.stdout.split()[0])
         ranks = 8
-        iterations = (events - 4 * ranks) // (10 * ranks)
-        rc, out, peak, cpu = run_peak([a.invmw, "trace", "check", tdir])
+        events, _ = make_synthetic(a.maker, tdir, n, ranks)
+        iterations = synthetic_iterations(events, ranks)
+        rc, out, peak, cpu = peak_mib(run_measured([a.invmw, "trace", "check", tdir], capture=True))
         print("%s (%d events): trace check: peak RSS %.1f MiB, CPU %.2f s" % (label, events, peak, cpu))
         peaks[(label, "check")] = peak
         if rc != 0 or "check passed" not in out:
@@ -71,7 +53,8 @@ def main():
             failures.append("%s: trace check does not count %d events and %d messages: %s"
                             % (label, events, iterations * ranks, out[:300]))
         json_out = os.path.join(a.work, label + ".json")
-        rc, out, peak, cpu = run_peak([a.invmw, "trace", "export", "-o", json_out, tdir])
+        rc, out, peak, cpu = peak_mib(
+            run_measured([a.invmw, "trace", "export", "-o", json_out, tdir], capture=True))
         print("%s (%d events): trace export: peak RSS %.1f MiB, CPU %.2f s, %d bytes written"
               % (label, events, peak, cpu, os.path.getsize(json_out) if os.path.exists(json_out) else 0))
         peaks[(label, "export")] = peak
@@ -104,12 +87,7 @@ def main():
         if a.bound_mib > 0 and peaks[("large", verb)] > a.bound_mib:
             failures.append("trace %s: peak RSS %.1f MiB over %.0f MiB"
                             % (verb, peaks[("large", verb)], a.bound_mib))
-    for f in failures:
-        print("FAIL: " + f)
-    if not failures:
-        shutil.rmtree(a.work)
-        print("streaming trace check and export: all checks passed")
-    return 1 if failures else 0
+    return report(failures, a.work, "streaming trace check and export: all checks passed")
 
 
 if __name__ == "__main__":

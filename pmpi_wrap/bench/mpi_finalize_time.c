@@ -7,13 +7,8 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-static double seconds(clockid_t c) {
-  struct timespec ts;
-  clock_gettime(c, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "finalize_timing.h"
 
 int main(int argc, char** argv) {
   int rank, size;
@@ -27,11 +22,6 @@ int main(int argc, char** argv) {
                  MPI_STATUS_IGNORE);
     if (i % 1000 == 0) MPI_Allreduce(&y, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double cpu0 = seconds(CLOCK_PROCESS_CPUTIME_ID), wall0 = seconds(CLOCK_MONOTONIC);
-  MPI_Finalize();
-  const double cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-  const double wall = seconds(CLOCK_MONOTONIC) - wall0;
-  printf("finalize %d %d %.6f %.6f\n", rank, size, cpu, wall);
+  timed_finalize(rank, size);
   return 0;
 }

@@ -9,13 +9,8 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-static double seconds(clockid_t c) {
-  struct timespec ts;
-  clock_gettime(c, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "finalize_timing.h"
 
 #define MAXR 64
 
@@ -138,11 +133,6 @@ int main(int argc, char** argv) {
     MPI_Win_unlock(rank, win);
   }
   MPI_Win_free(&win);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double cpu0 = seconds(CLOCK_PROCESS_CPUTIME_ID), wall0 = seconds(CLOCK_MONOTONIC);
-  MPI_Finalize();
-  const double cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-  const double wall = seconds(CLOCK_MONOTONIC) - wall0;
-  printf("finalize %d %d %.6f %.6f\n", rank, size, cpu, wall);
+  timed_finalize(rank, size);
   return 0;
 }

@@ -19,14 +19,11 @@ usage: profile_merge_time.py --invmw BIN/invmw --lib LIB/libinvmw.so --bench BIN
                              [--np 2,4,8,16] [--rounds 3] [--bench-rounds 3]
                              [--launcher mpirun.openmpi]
 """
-import argparse
 import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
+
+import finalize_bench as fb
 
 VARIANTS = {
     'gather': ['INVMW_PROFILE_MERGE=gather'],
@@ -37,25 +34,11 @@ VARIANTS = {
 
 
 def run(a, np, variant):
-    out = tempfile.mkdtemp(prefix='invmw-mergebench-')
-    run_dir = os.path.join(out, 'run')
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
-    opts = []
-    for kv in VARIANTS[variant] + ['INVMW_SAMPLER_ENABLE=0']:
+    opts = ['--quiet']
+    for kv in VARIANTS[variant]:
         opts += ['--env', kv]
-    cmd = ([a.invmw, 'run', '--quiet', '--out', run_dir, '--lib', a.lib] + opts +
-           ['--', a.launcher, '--oversubscribe', '-np', str(np), a.bench, str(a.bench_rounds)])
-    try:
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if res.returncode != 0:
-            sys.exit(f'benchmark failed: {" ".join(cmd)}\n{res.stdout}\n{res.stderr}')
-        ranks = {}
-        for line in res.stdout.splitlines():
-            f = line.split()
-            if len(f) == 5 and f[0] == 'finalize':
-                ranks[int(f[1])] = (float(f[3]), float(f[4]))
-        if len(ranks) != np:
-            sys.exit(f'unexpected output of {" ".join(cmd)}:\n{res.stdout}\n{res.stderr}')
+
+    def inspect(res, run_dir, summary, cmd):
         received = 0
         if variant != 'none':
             with open(os.path.join(run_dir, 'profile.json')) as f:
@@ -64,34 +47,16 @@ def run(a, np, variant):
             if merge.get('method') != want:
                 sys.exit(f'{variant}: the profile was merged by {merge}:\n{res.stderr}')
             received = merge.get('rank0_bytes_received', 0)
-        cpu = [ranks[r][0] for r in range(np)]
-        return dict(max_cpu=max(cpu), rank0_cpu=cpu[0], wall=max(w for _, w in ranks.values()),
-                    received=received)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+        return dict(summary, received=received)
+    return fb.run(a, np, opts, a.bench_rounds, 'invmw-mergebench-', inspect)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--invmw', required=True)
-    ap.add_argument('--lib', required=True)
-    ap.add_argument('--bench', required=True)
-    ap.add_argument('--launcher', default='mpirun.openmpi')
-    ap.add_argument('--np', default='2,4,8,16')
-    ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--bench-rounds', type=int, default=3)
-    a = ap.parse_args()
+    a = fb.arguments(__doc__.split('\n')[0], '--bench-rounds', 3)
     print(f'{"ranks":>5} {"variant":>10} {"max CPU s":>10} {"rank0 CPU s":>11} '
           f'{"max-none s":>10} {"rank0-none s":>12} {"wall s":>8} {"rank0 recv B":>12}')
-    for np in [int(x) for x in a.np.split(',')]:
-        results = {v: [] for v in VARIANTS}
-        for _ in range(a.rounds):
-            for v in results:
-                results[v].append(run(a, np, v))
-
-        def med(v, k):
-            return statistics.median(r[k] for r in results[v])
-        for v in results:
+    for np, med in fb.rounds(a, VARIANTS, lambda np, v: run(a, np, v)):
+        for v in VARIANTS:
             print(f'{np:>5} {v:>10} {med(v, "max_cpu"):>10.4f} {med(v, "rank0_cpu"):>11.4f} '
                   f'{med(v, "max_cpu") - med("none", "max_cpu"):>10.4f} '
                   f'{med(v, "rank0_cpu") - med("none", "rank0_cpu"):>12.4f} '
