@@ -271,7 +271,7 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   # are the probe's, never fitted: the calibration design does not vary them (opal_quota).
   local mfile=$model
   [[ -f $mfile ]] || mfile=$here/fitter/models/$model.toml
-  for p in burst b5_loop nodes; do
+  for p in burst burst_rate b5_loop nodes b5_stall; do
     grep -q "^$p = " "$mfile" 2>/dev/null && fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
