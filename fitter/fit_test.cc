@@ -532,5 +532,63 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   }
 }
 
+// q20: a token bucket refills at its configured rate (burst_rate), not at the measured a1. On
+// runs where the bucket (1 MB) refills at 400 MB/s during the computation and drains at a1 =
+// 100 MB/s, opal_refill's fit recovers a1 and the stall; opal_quota, refilling at a1, cannot.
+TEST(Fit, OpalRefillRecoversTheRateWhenTheBucketRefillsAtItsOwnRate) {
+  Model m = Builtin("opal_refill");
+  std::map<std::string, double> truth = kOpalTruth;
+  truth.erase("b5");
+  truth["b5_loop"] = 1e-5;
+  truth["b7"] = 5e-4;
+  truth["burst"] = 1e6;
+  truth["burst_rate"] = 400;
+  truth["nodes"] = 8;
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), truth, 0.01, 5);
+  FitOptions o;
+  o.cross_validate = false;
+  o.weighting = "total";
+  o.fixed = {{"b5_loop", 1e-5}, {"burst", 1e6}, {"burst_rate", 400}, {"nodes", 8}};
+  FitResult r = Fit(m, d, o);
+  ASSERT_TRUE(r.converged) << r.solver_message;
+  for (const std::string& name : {"a1", "a3", "b7"}) {
+    size_t j = static_cast<size_t>(m.ParamIndex(name));
+    EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
+  }
+  Model q = Builtin("opal_quota");
+  FitOptions oq = o;
+  oq.fixed.erase("burst_rate");
+  FitResult rq = Fit(q, d, oq);
+  double a1q = rq.params[static_cast<size_t>(q.ParamIndex("a1"))].value;
+  EXPECT_GT(std::fabs(a1q - 100) / 100, 0.1) << "opal_quota's a1 " << a1q;
+}
+
+// q20: opal_stall's stall per synchronization is b7 (a pure number) times the probe's stall
+// b5_stall: with b5_stall fixed from the table, the fit recovers b7 and the compute times.
+TEST(Fit, OpalStallRecoversTheStallInUnitsOfTheProbe) {
+  Model m = Builtin("opal_stall");
+  std::map<std::string, double> truth = kOpalTruth;
+  truth.erase("b5");
+  truth["b5_loop"] = 1e-5;
+  truth["b5_stall"] = 2e-3;
+  truth["b7"] = 1.5;
+  truth["burst"] = 16384;
+  truth["burst_rate"] = 12.5;
+  truth["nodes"] = 8;
+  DataTable d = Synthesize(m, kOpalFactors, OpalDesign(), truth, 0.01, 5);
+  FitOptions o;
+  o.cross_validate = false;
+  o.weighting = "total";
+  o.fixed = {
+      {"b5_loop", 1e-5}, {"b5_stall", 2e-3}, {"burst", 16384}, {"burst_rate", 12.5}, {"nodes", 8}};
+  FitResult r = Fit(m, d, o);
+  ASSERT_TRUE(r.converged) << r.solver_message;
+  for (const std::string& name : {"b7", "a2", "a3", "a4"}) {
+    size_t j = static_cast<size_t>(m.ParamIndex(name));
+    EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
+  }
+  for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b7") << e.reason;
+}
+
 }  // namespace
 }  // namespace invmw::fit

@@ -432,8 +432,8 @@ int Model::ParamIndex(const std::string& name) const {
 }
 
 std::vector<std::string> BuiltinModels() {
-  return {"opal",  "opal_ranks",    "opal_burst", "opal_quota",
-          "dyana", "master_worker", "pingpong",   "pingpong_eager"};
+  return {"opal",       "opal_ranks", "opal_burst",    "opal_quota", "opal_refill",
+          "opal_stall", "dyana",      "master_worker", "pingpong",   "pingpong_eager"};
 }
 
 std::string ResolveModelPath(const std::string& name_or_path) {

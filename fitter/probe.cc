@@ -235,6 +235,24 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
              Spread(st) + command("barrier") + ", " + c.where + ", " + c.date,
          st.std_error});
     t.measures.push_back({"barrier_loop", bar.mean, "s", loop_text, bar.std_error});
+    // The stall alone, as opal_stall's scale for its quota stall: the median over the
+    // replications, because one round caught in a burst of throttling (or in none) moves a mean
+    // of three by a factor of two (issue 20, the rounds of plfB's 1 Gbit/s and plfC's 100 Mbit/s).
+    std::vector<double> stall = s.barrier_stall;
+    for (double& v : stall) v = std::max(0.0, v - bar.mean);
+    std::sort(stall.begin(), stall.end());
+    size_t n = stall.size();
+    double med = n % 2 ? stall[n / 2] : 0.5 * (stall[n / 2 - 1] + stall[n / 2]);
+    t.parameters.push_back(
+        {"b5_stall", med, "s",
+         "probe-barrier --compute-us " + G(s.barrier_compute_us, "%.0f") + ": median over " +
+             std::to_string(n) + " replications of the mean quota stall (time from the last of " +
+             std::to_string(s.barrier_ranks) +
+             " ranks entering MPI_Barrier after a random compute phase to rank 0 leaving it, "
+             "less the tight-loop barrier), " +
+             G(stall.front(), "%.4g") + ".." + G(stall.back(), "%.4g") + " s" + command("barrier") +
+             ", " + c.where + ", " + c.date,
+         st.std_error});
   }
   // The synchronization without the quota stall: opal_quota models the stall itself (b7 / p).
   t.parameters.push_back({"b5_loop", bar.mean, "s", loop_text, bar.std_error});
@@ -243,6 +261,20 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
                             "token-bucket depth (burst) of " + c.where +
                                 " from its definition (0: no rate limit); not measured",
                             -1});
+  }
+  if (c.burst_rate_mbs >= 0) {
+    // The bucket refills at its configured rate, not at the rate a ping-pong measures through
+    // it (a1, which also carries the stack's and the quota's delays): opal_stall's refill.
+    // Without a bucket (burst 0) the refill never matters; a table rate must be > 0.
+    if (c.burst_rate_mbs > 0)
+      t.parameters.push_back(
+          {"burst_rate", c.burst_rate_mbs, "MB/s",
+           "token-bucket rate of " + c.where + " from its definition; not measured", -1});
+    else
+      t.parameters.push_back({"burst_rate", 1e6, "MB/s",
+                              c.where + " has no rate limit (burst 0): a placeholder that no "
+                                        "prediction uses; not measured",
+                              -1});
   }
   if (c.nodes > 0) {
     t.parameters.push_back({"nodes", static_cast<double>(c.nodes), "",

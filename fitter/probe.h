@@ -14,6 +14,8 @@
 //           add the quota stall themselves (opal_quota), as parameters.b5_loop.
 //   burst   the emulated platform's token-bucket depth (ProbeContext::burst_bytes), when known.
 //   nodes   the emulated platform's virtual nodes (ProbeContext::nodes), when known.
+//   burst_rate  the token bucket's nominal rate (ProbeContext::burst_rate_mbs), when known.
+//   b5_stall    with --compute-us: the median over the replications of the barrier's quota stall.
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
 // the source text gives the spread (min..max), the counts and the commands. The kernel times are
@@ -66,7 +68,8 @@ struct ProbeContext {
   // Token-bucket depth of the emulated platform the probes ran on (bytes; 0 = no rate limit;
   // < 0 = not known: the table gets no `burst`).
   double burst_bytes = -1;
-  int nodes = 0;  // virtual nodes of that platform (0 = not known: no `nodes`)
+  int nodes = 0;               // virtual nodes of that platform (0 = not known: no `nodes`)
+  double burst_rate_mbs = -1;  // the token bucket's nominal rate in MB/s (0: none; -1: not known)
 };
 
 PlatformTable EstimatePlatform(const ProbeSamples& samples, const ProbeContext& context);

@@ -146,6 +146,51 @@ TEST(Probe, TableCarriesTheLoopBarrierAndTheBurst) {
   EXPECT_DOUBLE_EQ(back.Parameter("burst")->value, 16384);
 }
 
+// q20: opal_stall scales its quota stall by b5_stall, the median over the replications of the
+// stall alone (stall-aware time less the tight-loop barrier), so one round caught in a burst of
+// throttling moves it no more than any other; opal_refill refills the token bucket at the
+// definition's rate (burst_rate), written only when the platform is known.
+TEST(Probe, StallIsTheMedianOverRoundsAndTheBucketRateComesFromTheDefinition) {
+  std::string text = ProbeText(500, 2e-6, 5e-6, 1), stall;
+  std::istringstream in(text);
+  const double means[] = {0.001, 0.0012, 0.009};  // one round far off
+  int k = 0;
+  for (std::string l; std::getline(in, l);) {
+    if (l.find(R"("probe":"barrier")") != std::string::npos) {
+      l.pop_back();
+      l += R"(,"compute_us":2000,"rounds":200,"stall_mean_s":)" + std::to_string(means[k++]) +
+           R"(,"stall_max_s":0.02})";
+    }
+    stall += l + "\n";
+  }
+  ProbeSamples s;
+  ParseProbeLines(stall, "probe.out", &s);
+  ProbeContext c = Context();
+  PlatformTable plain = EstimatePlatform(s, c);
+  const TableValue* st = plain.Parameter("b5_stall");
+  ASSERT_TRUE(st);
+  EXPECT_NEAR(st->value, 0.0012 - 5e-6, 1e-12);  // the median, less the loop barrier
+  EXPECT_NE(st->source.find("median over 3 replications"), std::string::npos) << st->source;
+  EXPECT_FALSE(plain.Parameter("burst_rate"));  // platform not known: not written
+  c.burst_bytes = 81920;
+  c.burst_rate_mbs = 125;  // 1 Gbit/s
+  PlatformTable t = EstimatePlatform(s, c);
+  ASSERT_TRUE(t.Parameter("burst_rate"));
+  EXPECT_DOUBLE_EQ(t.Parameter("burst_rate")->value, 125);
+  EXPECT_EQ(t.Parameter("burst_rate")->unit, "MB/s");
+  c.burst_bytes = 0;
+  c.burst_rate_mbs = 0;  // no rate limit: a placeholder a table can hold (rates are > 0)
+  PlatformTable shm = EstimatePlatform(s, c);
+  ASSERT_TRUE(shm.Parameter("burst_rate"));
+  EXPECT_GT(shm.Parameter("burst_rate")->value, 0);
+  PlatformTable back = ParsePlatformTable(FormatPlatformTable(shm), "node.toml");
+  ASSERT_TRUE(back.Parameter("burst_rate") && back.Parameter("b5_stall"));
+  // Old records without stall figures give no b5_stall.
+  ProbeSamples old;
+  ParseProbeLines(text, "probe.out", &old);
+  EXPECT_FALSE(EstimatePlatform(old, Context()).Parameter("b5_stall"));
+}
+
 // Separate probe runs (the pipeline's rounds, each from its own --raw file) pool into one table
 // whose replications are all of theirs.
 TEST(Probe, RunsPoolTheirReplications) {

@@ -267,11 +267,12 @@ pool_probes() {  # platform
 # arguments are fixes made up front (the reverse calibration's compute parameters).
 calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   local rc=0 p name fit=("$invmw" fit --model "$model" --weighting total --loss huber) fixes=("${@:3}")
-  # The burst and the virtual nodes (the platform's definition) and the barrier without stalls
-  # are the probe's, never fitted: the calibration design does not vary them (opal_quota).
+  # The burst, its rate and the virtual nodes (the platform's definition), the barrier without
+  # stalls and the probe's stall are the table's, never fitted: the calibration design does not
+  # vary them (opal_quota, opal_refill, opal_stall).
   local mfile=$model
   [[ -f $mfile ]] || mfile=$here/fitter/models/$model.toml
-  for p in burst b5_loop nodes; do
+  for p in burst burst_rate b5_loop nodes b5_stall; do
     grep -q "^$p = " "$mfile" 2>/dev/null && fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \

@@ -198,6 +198,7 @@ int RunProbe(int argc, char** argv) {
       if (!p.simulated) {
         c.burst_bytes = p.rate_bps ? static_cast<double>(p.burst_bytes) : 0.0;
         c.nodes = p.nodes;
+        c.burst_rate_mbs = static_cast<double>(p.rate_bps) / 8e6;
       }
     } catch (const emulate::PlatformError& e) {
       if (s.from_raw.empty()) return Fail(std::string("platform probe: ") + e.what());
