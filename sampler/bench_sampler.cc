@@ -27,13 +27,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "sampler/sampler.h"
 
 namespace {
@@ -44,18 +51,33 @@ double ThreadCpu() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-struct Floor {
-  uint64_t samples = 0;
-  double cpu_s = 0;
-};
-
-// The bare system calls of one sample per interval, for `seconds`, on the sampler's grid.
+// A thread that wakes on the sampler's grid (multiples of the interval of CLOCK_MONOTONIC,
+// shifted by `phase` of an interval) and makes, per wake, the system calls of one kind of
+// sample, until Stop(). Like the sampler it reads no clock per wake: one futex wait on an
+// absolute deadline, the next deadline one step later, the clock read once a second to skip
+// ticks it fell behind on (the sampler does the same, see sampler.cc).
 enum class FloorKind { kAll, kFast, kWake };
 
-Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
-  Floor f;
-  const pid_t main_tid = pid_t(syscall(SYS_gettid));
-  std::thread t([&] {
+class FloorThread {
+ public:
+  FloorThread(double interval, FloorKind kind, double phase)
+      : interval_(interval), kind_(kind), phase_(phase), main_tid_(pid_t(syscall(SYS_gettid))) {}
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return ready_; });
+  }
+  void Stop() {
+    stop_.store(1);
+    syscall(SYS_futex, reinterpret_cast<int*>(&stop_), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, nullptr,
+            nullptr, 0);
+    thread_.join();
+  }
+  uint64_t samples() const { return samples_; }
+  double cpu_s() const { return cpu_s_; }
+
+ private:
+  void Run() {
     std::vector<int> fds;
     for (const char* p :
          {"/proc/self/statm", "/proc/self/io", "/proc/stat", "/proc/net/dev", "/proc/diskstats"}) {
@@ -74,47 +96,123 @@ Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
       pa.inherit = 1;
       pa.read_format = PERF_FORMAT_GROUP;
       const int fd =
-          int(syscall(SYS_perf_event_open, &pa, main_tid, -1, perf, PERF_FLAG_FD_CLOEXEC));
+          int(syscall(SYS_perf_event_open, &pa, main_tid_, -1, perf, PERF_FLAG_FD_CLOEXEC));
       if (fd >= 0) (perf < 0 ? perf : members.emplace_back()) = fd;
     }
-    int word = 0;
     char buf[4096];
-    using Clock = std::chrono::steady_clock;
-    const auto step = std::chrono::nanoseconds(int64_t(interval * 1e9));
-    const auto start = Clock::now();
-    auto next = start - start.time_since_epoch() % step;
+    const int64_t step = int64_t(interval_ * 1e9);
+    const int64_t shift = int64_t(phase_ * double(step));
+    auto on_grid_after = [&](int64_t now) { return now - now % step + shift + step; };
+    int64_t next = on_grid_after(invmw::clock::MonotonicNs());
+    const int per_second = std::max(1, int(1.0 / interval_));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = true;
+    }
+    cv_.notify_all();
     const double cpu0 = ThreadCpu();
-    while (Clock::now() - start < std::chrono::duration<double>(seconds)) {
-      next += step;
-      const int64_t ns = std::chrono::nanoseconds(next.time_since_epoch()).count();
-      const timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
-      syscall(SYS_futex, &word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, nullptr,
-              FUTEX_BITSET_MATCH_ANY);
-      if (kind == FloorKind::kWake) {
-        ++f.samples;
-        continue;
-      }
-      if (kind == FloorKind::kAll)
+    for (int k = 1;; ++k) {
+      const timespec ts{time_t(next / 1000000000), long(next % 1000000000)};
+      const long r =
+          syscall(SYS_futex, reinterpret_cast<int*>(&stop_), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                  0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+      if (stop_.load()) break;
+      if (r == 0 || errno != ETIMEDOUT) continue;  // not the deadline: wait for it again
+      if (kind_ == FloorKind::kAll)
         for (int fd : fds)
           if (pread(fd, buf, sizeof buf, 0) < 0) break;
-      rusage ru;
-      getrusage(RUSAGE_SELF, &ru);
-      if (perf >= 0 && read(perf, buf, sizeof buf) < 0) break;
-      ++f.samples;
+      if (kind_ != FloorKind::kWake) {
+        rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        if (perf >= 0 && read(perf, buf, sizeof buf) < 0) break;
+      }
+      ++samples_;
+      next += step;
+      if (k % per_second == 0) {
+        const int64_t now = invmw::clock::MonotonicNs();
+        if (next < now) next = on_grid_after(now);
+      }
     }
-    f.cpu_s = ThreadCpu() - cpu0;
+    cpu_s_ = ThreadCpu() - cpu0;
     for (int fd : fds) close(fd);
     for (int fd : members) close(fd);
     if (perf >= 0) close(perf);
-  });
-  t.join();
-  return f;
+  }
+
+  double interval_;
+  FloorKind kind_;
+  double phase_;
+  pid_t main_tid_;
+  std::atomic<int> stop_{0};
+  uint64_t samples_ = 0;
+  double cpu_s_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+};
+
+struct Floor {
+  uint64_t samples = 0;
+  double cpu_s = 0;
+};
+
+// One kind of floor alone, for `seconds`.
+Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
+  FloorThread t(interval, kind, 0.0);
+  t.Start();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  t.Stop();
+  return Floor{t.samples(), t.cpu_s()};
+}
+
+// A sampler run of `seconds` with its configuration; false (and a message) if it did not start.
+struct SamplerRun {
+  invmw::sampler::Stats st;
+  double wall = 0;
+  double steady() const { return st.thread_cpu_s - st.open_cpu_s - st.close_cpu_s; }
+};
+
+bool RunSampler(const std::string& run_dir, double interval, bool every_tick, double seconds,
+                const std::function<void()>& started, const std::function<void()>& stopping,
+                SamplerRun* out) {
+  invmw::config::Config cfg = invmw::config::Load();
+  cfg.SAMPLER_INTERVAL = interval;
+  if (every_tick) cfg.SAMPLER_SLOW_BUDGET = 0;
+  invmw::sampler::StartOptions o;
+  o.run_dir = run_dir;
+  o.config = &cfg;
+  std::string err;
+  if (!invmw::sampler::Start(o, &err)) {
+    std::fprintf(stderr, "Start failed: %s\n", err.c_str());
+    return false;
+  }
+  if (started) started();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  if (stopping) stopping();
+  invmw::sampler::Stop();
+  out->wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out->st = invmw::sampler::LastStats();
+  return true;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty()      ? 0
+         : v.size() % 2 ? v[v.size() / 2]
+                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  if (!(seconds > 0) || rounds < 0) {
+    std::fprintf(stderr, "usage: bench_sampler [SECONDS per run, > 0] [ROUNDS, >= 0]\n");
+    return 2;
+  }
   const std::string dir =
       std::filesystem::temp_directory_path() / ("invmw-bench-sampler-" + std::to_string(getpid()));
   std::printf("%-12s %7s %8s %12s %8s %8s %13s %11s %12s\n", "interval", "metrics", "samples",
@@ -124,38 +222,27 @@ int main(int argc, char** argv) {
     bool every_tick;
   };
   std::vector<std::string> schedules;
+  int runs = 0;
+  // A directory per run: the sampler never writes over files that are there.
+  auto next_dir = [&](const char* tag) { return dir + "/" + std::to_string(runs++) + tag; };
   std::filesystem::create_directories(dir);
   for (const Run run :
        {Run{0.001, false}, Run{0.010, false}, Run{0.010, true}, Run{0.100, false}}) {
     const double interval = run.interval;
-    invmw::config::Config cfg = invmw::config::Load();
-    cfg.SAMPLER_INTERVAL = interval;
-    if (run.every_tick) cfg.SAMPLER_SLOW_BUDGET = 0;
-    invmw::sampler::StartOptions o;
-    // A directory per run: the sampler never writes over files that are there.
-    o.run_dir = dir + "/" + std::to_string(schedules.size()) + (run.every_tick ? "all" : "");
-    o.config = &cfg;
-    std::string err;
-    if (!invmw::sampler::Start(o, &err)) {
-      std::fprintf(stderr, "Start failed: %s\n", err.c_str());
+    SamplerRun r;
+    if (!RunSampler(next_dir(run.every_tick ? "all" : ""), interval, run.every_tick, seconds,
+                    nullptr, nullptr, &r))
       return 1;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    invmw::sampler::Stop();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto st = invmw::sampler::LastStats();
+    const auto& st = r.st;
     // Steady share: without the one-time costs of opening the sources (PAPI initialisation) and
     // of the end (the last sample of every source, resources-R.json: 0.2-0.5 ms here, which in
     // a 5 s run would add about 1 us to every sample).
-    const double steady = st.thread_cpu_s - st.open_cpu_s - st.close_cpu_s;
     std::printf(
         "%-12s %7zu %8llu %12.4f %8.2f %8.2f %13.1f %10.3f%% %11.3f%%\n",
         (std::to_string(int(interval * 1000)) + " ms" + (run.every_tick ? " all" : "")).c_str(),
         st.num_metrics, (unsigned long long)st.samples, st.thread_cpu_s, st.open_cpu_s * 1e3,
-        st.close_cpu_s * 1e3, st.samples ? steady / double(st.samples) * 1e6 : 0.0,
-        100.0 * st.thread_cpu_s / wall, 100.0 * steady / wall);
+        st.close_cpu_s * 1e3, st.samples ? r.steady() / double(st.samples) * 1e6 : 0.0,
+        100.0 * st.thread_cpu_s / r.wall, 100.0 * r.steady() / r.wall);
     if (!run.every_tick) {
       std::string line = std::to_string(int(interval * 1000)) + " ms:";
       for (const auto& t : st.tiers) {
@@ -182,6 +269,58 @@ int main(int argc, char** argv) {
       "\ntier schedule (source(tier) every N samples, the cost of a reading N was planned from: "
       "median of the recent ones):\n");
   for (const auto& l : schedules) std::printf("  %s\n", l.c_str());
+
+  // Paired rounds at 10 ms: the floors run at the same time as the sampler, in the same process,
+  // on the same grid shifted by a quarter, a half and three quarters of the interval (so no two
+  // threads wake together), and so see the same load. Two wake-only floors: the target compares
+  // the sampler with the first; the second, compared with the first in the same way, is what an
+  // ideal sampler (a wake and nothing else) would show, i.e. the method's noise.
+  if (rounds > 0) {
+    std::printf(
+        "\npaired rounds at 10 ms (%g s each; steady shares of a core; target: sampler under "
+        "max(0.3%%, wake A + 0.1%%)):\n",
+        seconds);
+    std::printf("%-6s %8s %9s %9s %9s %9s %12s %12s %7s\n", "round", "samples", "sampler", "wake A",
+                "wake B", "fast", "sampler-A pp", "B-A pp", "target");
+    std::vector<double> sampler, diff, null_diff, wake;
+    int met = 0;
+    for (int k = 0; k < rounds; ++k) {
+      FloorThread a(0.010, FloorKind::kWake, 0.25), fast(0.010, FloorKind::kFast, 0.5),
+          b(0.010, FloorKind::kWake, 0.75);
+      auto started = std::chrono::steady_clock::now();
+      SamplerRun r;
+      if (!RunSampler(
+              next_dir("paired"), 0.010, false, seconds,
+              [&] {
+                a.Start(), fast.Start(), b.Start();
+                started = std::chrono::steady_clock::now();
+              },
+              [&] { a.Stop(), fast.Stop(), b.Stop(); }, &r))
+        return 1;
+      const double floor_wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double s = 100.0 * r.steady() / r.wall, wa = 100.0 * a.cpu_s() / floor_wall,
+                   wb = 100.0 * b.cpu_s() / floor_wall, wf = 100.0 * fast.cpu_s() / floor_wall;
+      const bool ok = s < std::max(0.3, wa + 0.1);
+      met += ok;
+      sampler.push_back(s), wake.push_back(wa), diff.push_back(s - wa),
+          null_diff.push_back(wb - wa);
+      std::printf("%-6d %8llu %8.3f%% %8.3f%% %8.3f%% %8.3f%% %12.3f %12.3f %7s\n", k + 1,
+                  (unsigned long long)r.st.samples, s, wa, wb, wf, s - wa, wb - wa,
+                  ok ? "met" : "missed");
+    }
+    auto range = [](const std::vector<double>& v) {
+      char b[96];
+      std::snprintf(b, sizeof b, "median %.3f, range %.3f .. %.3f", Median(v),
+                    *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
+      return std::string(b);
+    };
+    std::printf("sampler steady share %%: %s\n", range(sampler).c_str());
+    std::printf("wake A share %%:         %s\n", range(wake).c_str());
+    std::printf("sampler - wake A, pp:   %s\n", range(diff).c_str());
+    std::printf("ideal (wake B - A), pp: %s\n", range(null_diff).c_str());
+    std::printf("target met in %d of %d rounds\n", met, rounds);
+  }
   std::filesystem::remove_all(dir);
   return 0;
 }
