@@ -19,7 +19,14 @@
 // deferred sources; the last sample and the files written at Stop), left out of the per-sample
 // and steady columns; "core share" counts everything.
 //
-//   bench_sampler [SECONDS per interval, default 3]
+// Then ROUNDS paired rounds at 10 ms, which decide the target: rows measured one after another
+// see different load (the floor rows moved by a factor of two between runs here), so in each
+// round two wake-only floors (A, B) and the fast floor run beside the sampler, in the same
+// window, on the grid shifted by 1/4, 3/4 and 1/2 of the interval (no two threads wake
+// together). Per round: sampler - A, the target's difference; B - A, what an ideal sampler (a
+// wake and nothing else) would show under the same noise. Medians and ranges at the end.
+//
+//   bench_sampler [SECONDS per run, default 3] [ROUNDS, default 5]
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/perf_event.h>
@@ -53,9 +60,10 @@ double ThreadCpu() {
 
 // A thread that wakes on the sampler's grid (multiples of the interval of CLOCK_MONOTONIC,
 // shifted by `phase` of an interval) and makes, per wake, the system calls of one kind of
-// sample, until Stop(). Like the sampler it reads no clock per wake: one futex wait on an
-// absolute deadline, the next deadline one step later, the clock read once a second to skip
-// ticks it fell behind on (the sampler does the same, see sampler.cc).
+// sample, until Stop(). Like the sampler's loop (sampler.cc): one futex wait on an absolute
+// deadline, the cycle counter read once per wake, the clock only when that says the thread fell
+// a tick behind, and then the ticks it missed skipped (a floor that caught up on them would
+// count wakes the sampler does not make).
 enum class FloorKind { kAll, kFast, kWake };
 
 class FloorThread {
@@ -103,21 +111,28 @@ class FloorThread {
     const int64_t step = int64_t(interval_ * 1e9);
     const int64_t shift = int64_t(phase_ * double(step));
     auto on_grid_after = [&](int64_t now) { return now - now % step + shift + step; };
+    // The monotonic time from the cycle counter, as the sampler derives it (MonoFromTicks).
+    const invmw::clock::Anchor anchor = invmw::clock::TakeAnchor();
+    const double ns_per_tick = 1e9 / invmw::clock::CalibrateTicksPerSecond(2000000);
+    auto mono = [&](uint64_t t) {
+      return anchor.mono_ns + int64_t(double(int64_t(t - anchor.ticks)) * ns_per_tick);
+    };
     int64_t next = on_grid_after(invmw::clock::MonotonicNs());
-    const int per_second = std::max(1, int(1.0 / interval_));
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready_ = true;
     }
     cv_.notify_all();
     const double cpu0 = ThreadCpu();
-    for (int k = 1;; ++k) {
+    while (true) {
       const timespec ts{time_t(next / 1000000000), long(next % 1000000000)};
       const long r =
           syscall(SYS_futex, reinterpret_cast<int*>(&stop_), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
                   0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
       if (stop_.load()) break;
       if (r == 0 || errno != ETIMEDOUT) continue;  // not the deadline: wait for it again
+      // The one clock reading of a sampler's tick (its sample's stamp).
+      const int64_t woke = mono(invmw::clock::Ticks());
       if (kind_ == FloorKind::kAll)
         for (int fd : fds)
           if (pread(fd, buf, sizeof buf, 0) < 0) break;
@@ -128,10 +143,8 @@ class FloorThread {
       }
       ++samples_;
       next += step;
-      if (k % per_second == 0) {
-        const int64_t now = invmw::clock::MonotonicNs();
-        if (next < now) next = on_grid_after(now);
-      }
+      // Fell a tick behind: resume on the grid after now, as the sampler does.
+      if (next < woke) next = on_grid_after(invmw::clock::MonotonicNs());
     }
     cpu_s_ = ThreadCpu() - cpu0;
     for (int fd : fds) close(fd);
@@ -282,7 +295,7 @@ int main(int argc, char** argv) {
         seconds);
     std::printf("%-6s %8s %9s %9s %9s %9s %12s %12s %7s\n", "round", "samples", "sampler", "wake A",
                 "wake B", "fast", "sampler-A pp", "B-A pp", "target");
-    std::vector<double> sampler, diff, null_diff, wake;
+    std::vector<double> sampler, diff, null_diff, wake, sampler_us, wake_us;
     int met = 0;
     for (int k = 0; k < rounds; ++k) {
       FloorThread a(0.010, FloorKind::kWake, 0.25), fast(0.010, FloorKind::kFast, 0.5),
@@ -305,9 +318,9 @@ int main(int argc, char** argv) {
       met += ok;
       sampler.push_back(s), wake.push_back(wa), diff.push_back(s - wa),
           null_diff.push_back(wb - wa);
-      std::printf("%-6d %8llu %8.3f%% %8.3f%% %8.3f%% %8.3f%% %12.3f %12.3f %7s\n", k + 1,
-                  (unsigned long long)r.st.samples, s, wa, wb, wf, s - wa, wb - wa,
-                  ok ? "met" : "missed");
+      std::printf("%-6d %8llu %8llu %8.3f%% %8.3f%% %8.3f%% %8.3f%% %12.3f %12.3f %7s\n", k + 1,
+                  (unsigned long long)r.st.samples, (unsigned long long)a.samples(), s, wa, wb, wf,
+                  s - wa, wb - wa, ok ? "met" : "missed");
     }
     auto range = [](const std::vector<double>& v) {
       char b[96];
@@ -319,6 +332,8 @@ int main(int argc, char** argv) {
     std::printf("wake A share %%:         %s\n", range(wake).c_str());
     std::printf("sampler - wake A, pp:   %s\n", range(diff).c_str());
     std::printf("ideal (wake B - A), pp: %s\n", range(null_diff).c_str());
+    std::printf("per tick, us: sampler median %.1f, wake A median %.1f\n", Median(sampler_us),
+                Median(wake_us));
     std::printf("target met in %d of %d rounds\n", met, rounds);
   }
   std::filesystem::remove_all(dir);
