@@ -21,10 +21,13 @@
 //
 // Then ROUNDS paired rounds at 10 ms, which decide the target: rows measured one after another
 // see different load (the floor rows moved by a factor of two between runs here), so in each
-// round two wake-only floors (A, B) and the fast floor run beside the sampler, in the same
-// window, on the grid shifted by 1/4, 3/4 and 1/2 of the interval (no two threads wake
-// together). Per round: sampler - A, the target's difference; B - A, what an ideal sampler (a
-// wake and nothing else) would show under the same noise. Medians and ranges at the end.
+// round two wake-only floors (A, B) run beside the sampler, in the same window and on the same
+// instants (a wake's cost depends on where in the interval it falls: 10-16 us on the grid, 15-39
+// us a quarter to three quarters of an interval off it, measured here), in alternating orders.
+// Costs per tick (CPU time per sample or wake, x 100 ticks/s as a share of a core), so ticks a
+// loaded machine made the threads skip do not count as savings. Per round: sampler - A, the
+// target's difference; B - A, what an ideal sampler (a wake and nothing else) would show under
+// the same noise. Medians and ranges at the end.
 //
 //   bench_sampler [SECONDS per run, default 3] [ROUNDS, default 5]
 #include <fcntl.h>
@@ -200,8 +203,8 @@ bool RunSampler(const std::string& run_dir, double interval, bool every_tick, do
     std::fprintf(stderr, "Start failed: %s\n", err.c_str());
     return false;
   }
-  if (started) started();
   const auto t0 = std::chrono::steady_clock::now();
+  if (started) started();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   if (stopping) stopping();
   invmw::sampler::Stop();
@@ -283,44 +286,54 @@ int main(int argc, char** argv) {
       "median of the recent ones):\n");
   for (const auto& l : schedules) std::printf("  %s\n", l.c_str());
 
-  // Paired rounds at 10 ms: the floors run at the same time as the sampler, in the same process,
-  // on the same grid shifted by a quarter, a half and three quarters of the interval (so no two
-  // threads wake together), and so see the same load. Two wake-only floors: the target compares
-  // the sampler with the first; the second, compared with the first in the same way, is what an
-  // ideal sampler (a wake and nothing else) would show, i.e. the method's noise.
+  // Paired rounds at 10 ms: two wake-only floors run at the same time as the sampler, in the
+  // same process and window, so they see the same load; see the comment at the top.
   if (rounds > 0) {
+    const double interval = 0.010;
     std::printf(
-        "\npaired rounds at 10 ms (%g s each; steady shares of a core; target: sampler under "
-        "max(0.3%%, wake A + 0.1%%)):\n",
+        "\npaired rounds at 10 ms (%g s each; per tick: steady CPU time per sample or wake; "
+        "%%: per tick x 100 ticks/s, of a core;\n target: sampler under max(0.3%%, wake A + "
+        "0.1%%); order: who wakes first at an instant, s = sampler, A, B):\n",
         seconds);
-    std::printf("%-6s %8s %9s %9s %9s %9s %12s %12s %7s\n", "round", "samples", "sampler", "wake A",
-                "wake B", "fast", "sampler-A pp", "B-A pp", "target");
-    std::vector<double> sampler, diff, null_diff, wake, sampler_us, wake_us;
+    std::printf("%-6s %-6s %8s %8s %10s %10s %10s %9s %9s %12s %9s %7s\n", "round", "order",
+                "samples", "wakes A", "sampler us", "wake A us", "wake B us", "sampler", "wake A",
+                "sampler-A pp", "B-A pp", "target");
+    std::vector<double> sampler, wake, diff, null_diff, sampler_us, wake_us;
     int met = 0;
     for (int k = 0; k < rounds; ++k) {
-      FloorThread a(0.010, FloorKind::kWake, 0.25), fast(0.010, FloorKind::kFast, 0.5),
-          b(0.010, FloorKind::kWake, 0.75);
-      auto started = std::chrono::steady_clock::now();
+      // The order of threads whose timers expire at the same instant is the order they armed
+      // them in, and the first one woken costs less (3-5 us here): the floors are started
+      // before the sampler or 50 ms after it (when it is on its grid) in alternate rounds, and A
+      // before B or after it in alternate pairs of rounds.
+      const bool floors_first = k % 2 == 0, a_first = (k / 2) % 2 == 0;
+      FloorThread a(interval, FloorKind::kWake, 0.0), b(interval, FloorKind::kWake, 0.0);
+      auto start_floors = [&] { a_first ? (a.Start(), b.Start()) : (b.Start(), a.Start()); };
+      if (floors_first) start_floors();
       SamplerRun r;
       if (!RunSampler(
-              next_dir("paired"), 0.010, false, seconds,
+              next_dir("paired"), interval, false, seconds,
               [&] {
-                a.Start(), fast.Start(), b.Start();
-                started = std::chrono::steady_clock::now();
+                if (floors_first) return;
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                start_floors();
               },
-              [&] { a.Stop(), fast.Stop(), b.Stop(); }, &r))
+              [&] { a.Stop(), b.Stop(); }, &r))
         return 1;
-      const double floor_wall =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      const double s = 100.0 * r.steady() / r.wall, wa = 100.0 * a.cpu_s() / floor_wall,
-                   wb = 100.0 * b.cpu_s() / floor_wall, wf = 100.0 * fast.cpu_s() / floor_wall;
+      auto per_tick = [](double cpu, uint64_t n) { return n ? cpu / double(n) * 1e6 : 0.0; };
+      const double su = per_tick(r.steady(), r.st.samples), au = per_tick(a.cpu_s(), a.samples()),
+                   bu = per_tick(b.cpu_s(), b.samples());
+      const double pct = 1e-4 / interval;  // us per tick -> % of a core
+      const double s = su * pct, wa = au * pct, wb = bu * pct;
       const bool ok = s < std::max(0.3, wa + 0.1);
       met += ok;
       sampler.push_back(s), wake.push_back(wa), diff.push_back(s - wa),
-          null_diff.push_back(wb - wa);
-      std::printf("%-6d %8llu %8llu %8.3f%% %8.3f%% %8.3f%% %8.3f%% %12.3f %12.3f %7s\n", k + 1,
-                  (unsigned long long)r.st.samples, (unsigned long long)a.samples(), s, wa, wb, wf,
-                  s - wa, wb - wa, ok ? "met" : "missed");
+          null_diff.push_back(wb - wa), sampler_us.push_back(su), wake_us.push_back(au);
+      const std::string order =
+          floors_first ? (a_first ? "ABs" : "BAs") : (a_first ? "sAB" : "sBA");
+      std::printf("%-6d %-6s %8llu %8llu %10.1f %10.1f %10.1f %8.3f%% %8.3f%% %12.3f %9.3f %7s\n",
+                  k + 1, order.c_str(), (unsigned long long)r.st.samples,
+                  (unsigned long long)a.samples(), su, au, bu, s, wa, s - wa, wb - wa,
+                  ok ? "met" : "missed");
     }
     auto range = [](const std::vector<double>& v) {
       char b[96];
@@ -328,8 +341,8 @@ int main(int argc, char** argv) {
                     *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
       return std::string(b);
     };
-    std::printf("sampler steady share %%: %s\n", range(sampler).c_str());
-    std::printf("wake A share %%:         %s\n", range(wake).c_str());
+    std::printf("sampler %% of a core:    %s\n", range(sampler).c_str());
+    std::printf("wake A %% of a core:     %s\n", range(wake).c_str());
     std::printf("sampler - wake A, pp:   %s\n", range(diff).c_str());
     std::printf("ideal (wake B - A), pp: %s\n", range(null_diff).c_str());
     std::printf("per tick, us: sampler median %.1f, wake A median %.1f\n", Median(sampler_us),
