@@ -621,15 +621,20 @@ class Sampler {
     // asleep a clock_gettime cost 1.9 us here (its vDSO pages and data cold), a rdtsc 0.3 us,
     // against a budget of 10 us per tick (docs/sampler.md). The monotonic time is derived from
     // the counter between two readings of the clock a second apart (MonoFromTicks); only when
-    // that says the thread fell behind or woke early is the clock itself read to decide.
+    // that says the thread fell behind or woke early is the clock itself read to decide. The
+    // next deadline is checked against the time of the last wake (or of the once-a-second
+    // anchor, taken after the work that may block: the write, the control file), not a new
+    // reading: a tick's own work takes microseconds, and a deadline it overran only makes the
+    // wait return at once.
     mono_.Anchor(tps_);
     int64_t step = StepNs();
     int64_t next = mono_.ns - mono_.ns % step;
     uint64_t next_poll = mono_.ticks + uint64_t(tps_);
+    uint64_t last = mono_.ticks;
     while (true) {
       step = StepNs();
       next += step;
-      int64_t now = mono_.Ns(clock::Ticks());
+      int64_t now = mono_.Ns(last);
       if (next < now || next - now > step) {
         now = clock::MonotonicNs();
         // Fell behind (descheduled) or the interval changed: resume on the grid after now.
@@ -637,6 +642,7 @@ class Sampler {
       }
       if (SleepUntil(next)) break;
       const uint64_t woke = clock::Ticks();
+      last = woke;
       TakeSample(false, woke);
       if (woke >= next_poll) {
         Flush();
@@ -645,6 +651,7 @@ class Sampler {
         Plan(true);  // from the slow sources' recent costs
         mono_.Anchor(tps_);
         next_poll = mono_.ticks + uint64_t(tps_);
+        last = mono_.ticks;
       }
     }
     const double loop_end = ThreadCpu();
