@@ -104,7 +104,8 @@ int RunPredict(int argc, char** argv) {
                                                  : fac.default_value);
           }
           intervals[i].push_back(PredictionIntervals(m, f, resolved[i].values, cov, fu.sigma,
-                                                     fu.weighting, replications, statistic));
+                                                     fu.weighting, replications, statistic,
+                                                     &fu.model_error));
         }
       }
     }
@@ -135,7 +136,8 @@ int RunPredict(int argc, char** argv) {
               const ResponseInterval& ri = intervals[i][r][k];
               nlohmann::json jr{{"predicted", ri.predicted},
                                 {"sd_parameters", ri.sd_param},
-                                {"sd_noise", ri.sd_noise}};
+                                {"sd_noise", ri.sd_noise},
+                                {"model_error_sd_log", ri.model_sd_log}};
               for (size_t l = 0; l < ri.intervals.size(); ++l)
                 jr[kIntervalKeys[l]] = {ri.intervals[l].low, ri.intervals[l].high};
               jpt["responses"][rs[k].name] = jr;

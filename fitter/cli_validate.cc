@@ -88,9 +88,11 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
                            {"predicted", r.predicted},
                            {"error_pct", Number(r.error_pct)},
                            {"noise_floor_pct", Number(r.noise_floor_pct)}};
-      if (r.has_intervals)
+      if (r.has_intervals) {
         for (size_t l = 0; l < r.intervals.size(); ++l)
           jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
+        jr["model_error_sd_log"] = Number(r.model_sd_log);
+      }
       jp["responses"][r.name] = jr;
     }
     j["points"].push_back(jp);
@@ -112,6 +114,12 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
       for (size_t l = 0; l < s.coverage.size(); ++l)
         j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
             Number(s.coverage[l]);
+    if (std::isfinite(s.model_sd_log)) {
+      j["summary"][s.name]["model_error_sd_log"] = Number(s.model_sd_log);
+      for (size_t l = 0; l < s.median_relative_width.size(); ++l)
+        j["summary"][s.name][std::string("median_relative_width_") + (kIntervalKeys[l] + 9)] =
+            Number(s.median_relative_width[l]);
+    }
   }
   return j;
 }
@@ -166,6 +174,14 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
                 Fmt(s.noise_floor_worst_abs_pct, 12).c_str(), Fmt(100 * s.coverage[1], 6).c_str());
     if (s.worst_group >= 0) std::printf(" (point %ld)", s.worst_group);
     if (s.unmeasured) std::printf(" [%d point(s) without a measured value]", s.unmeasured);
+    std::printf("\n");
+  }
+  if (std::isfinite(v.summary.front().model_sd_log)) {
+    // One line, not a table row: scripts read the table's rows by their response name.
+    std::printf("\nintervals: model error sd(log) / median 90%% width relative to the prediction:");
+    for (const auto& s : v.summary)
+      std::printf(" %s %s/%s", s.name.c_str(), Fmt(s.model_sd_log, 0).c_str(),
+                  Fmt(s.median_relative_width[1], 0).c_str());
     std::printf("\n");
   }
   std::printf(
@@ -260,12 +276,14 @@ int RunValidate(int argc, char** argv) {
       vo.paired_name = pair_platform + " (design " + pd + ")";
     }
     std::vector<std::vector<double>> cov;
+    FitUncertainty fu;  // outlives the validation: vo points into it
     if (!fit_json.empty()) {
-      FitUncertainty fu = LoadFitUncertainty(fit_json, m);
+      fu = LoadFitUncertainty(fit_json, m);
       cov = TransferCovariance(m, fu, rp, ref != nullptr);
       vo.cov = &cov;
       vo.sigma = fu.sigma;
       vo.weighting = fu.weighting;
+      vo.model_error = &fu.model_error;
     }
     Validation v = Validate(m, rp.values, d, settings, vo);
     nlohmann::json j = ToJson(m, table, ref.get(), rp, design, run_platform, db,
