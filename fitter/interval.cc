@@ -92,6 +92,55 @@ std::vector<ModelDiscrepancy> EstimateModelError(
   return out;
 }
 
+void AddTransferError(const std::string& path, const Model& model,
+                      std::vector<ModelDiscrepancy>* model_error) {
+  std::ifstream in(path);
+  if (!in)
+    throw PredictError(path +
+                       ": cannot read the transfer check (expected `invmw validate "
+                       "--json` output)");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    throw PredictError(path + ": not JSON (expected `invmw validate --json` output): " + e.what());
+  }
+  if (!j.is_object() || !j.contains("points") || !j["points"].is_array())
+    throw PredictError(path + ": no 'points' array (expected `invmw validate --json` output)");
+  const std::string statistic = j.contains("statistic") && j["statistic"].is_string()
+                                    ? j["statistic"].get<std::string>()
+                                    : "median";
+  if (statistic != "median" && statistic != "mean")
+    throw PredictError(path + ": 'statistic' must be median or mean");
+  const auto& rs = model.responses();
+  for (size_t k = 0; k < rs.size() && k < model_error->size(); ++k) {
+    ModelDiscrepancy& me = (*model_error)[k];
+    if (me.points == 0) continue;
+    std::vector<double> abs_log;
+    double noise = 0;  // mean variance of the check's statistic from the per-run noise
+    for (size_t i = 0; i < j["points"].size(); ++i) {
+      const auto& p = j["points"][i];
+      if (!p.is_object() || !p.contains("responses") || !p["responses"].contains(rs[k].name))
+        continue;
+      const auto& r = p["responses"][rs[k].name];
+      auto num = [&](const char* key) {
+        return r.contains(key) && r[key].is_number() ? r[key].get<double>() : NAN;
+      };
+      double measured = num(statistic.c_str()), predicted = num("predicted");
+      double reps = num("replications");
+      if (!(measured > 0 && predicted > 0 && reps >= 1)) continue;
+      abs_log.push_back(std::fabs(std::log(measured / predicted)));
+      double r_eff = statistic == "median" && reps > 2 ? reps / (M_PI / 2) : reps;
+      noise += me.noise_sd_log * me.noise_sd_log / r_eff;
+    }
+    if (abs_log.empty()) continue;
+    noise /= abs_log.size();
+    double spread = Median(abs_log) / 0.674489750196;
+    double t2 = spread * spread - me.model_sd_log * me.model_sd_log - noise;
+    me.transfer_sd_log = std::max(me.transfer_sd_log, std::sqrt(std::max(0.0, t2)));
+  }
+}
+
 FitUncertainty LoadFitUncertainty(const std::string& path, const Model& model) {
   std::ifstream in(path);
   if (!in) throw PredictError(path + ": cannot read the fit (expected `invmw fit --json` output)");
@@ -241,7 +290,9 @@ std::vector<ResponseInterval> PredictionIntervals(
     if (model_error && k < model_error->size() && (*model_error)[k].points > 0) {
       const ModelDiscrepancy& me = (*model_error)[k];
       ri.sd_noise = me.noise_sd_log * std::fabs(y[k]) / std::sqrt(r_eff);
-      ri.model_sd_log = s_model = me.model_sd_log;
+      ri.model_sd_log = me.model_sd_log;
+      ri.transfer_sd_log = me.transfer_sd_log;
+      s_model = std::hypot(me.model_sd_log, me.transfer_sd_log);
     }
     double sd = std::sqrt(ri.sd_param * ri.sd_param + ri.sd_noise * ri.sd_noise +
                           s_model * s_model * y[k] * y[k]);

@@ -35,6 +35,9 @@ struct ModelDiscrepancy {
   double model_sd_log = 0;  // discrepancy of a point's true value from the model, log units
   double noise_sd_log = 0;  // per-run noise of one run, log units
   int points = 0;           // calibration points with a usable (positive) residual
+  // The transfer rule's own error (predicting another platform), from transfer checks
+  // (AddTransferError); added to model_sd_log in quadrature.
+  double transfer_sd_log = 0;
 };
 
 // One calibration residual: design point (replications share it), measured and predicted value.
@@ -47,6 +50,17 @@ struct CalibrationResidual {
 // Per response of the model (model.responses() order); responses without residuals get points 0.
 std::vector<ModelDiscrepancy> EstimateModelError(const Model& model,
                                                  const std::vector<CalibrationResidual>& residuals);
+
+// A transfer check: `invmw validate --json` of calibration runs (never the held-out runs that
+// are being predicted) predicted through the transfer rule from this fit, e.g. the calibration
+// design on the reference predicted from the reference's own probes (how far probe-derived
+// parameters are from the fitted ones), or the calibration design of another calibrated platform
+// (leave one platform out). Per response, the points' robust spread of log(measured / predicted)
+// beyond what model_sd_log and the check's replication noise explain is the transfer error; with
+// several checks the largest counts. Responses without a model error estimate are left alone.
+// Throws PredictError naming the file and what is missing.
+void AddTransferError(const std::string& path, const Model& model,
+                      std::vector<ModelDiscrepancy>* model_error);
 
 // What a fit says about its own uncertainty (`invmw fit --json`): parameter values and
 // covariance in model order, the residual standard deviation and the weighting it is in.
@@ -80,6 +94,7 @@ struct ResponseInterval {
   double predicted = 0;
   double sd_param = 0, sd_noise = 0;    // absolute, of the prediction and of the measured value
   double model_sd_log = 0;              // the model's own error in the interval (log units)
+  double transfer_sd_log = 0;           // the transfer rule's error in the interval (log units)
   std::array<Interval, 3> intervals{};  // kIntervalLevels order
 };
 

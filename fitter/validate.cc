@@ -246,6 +246,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       if (!iv.empty()) {
         vr.has_intervals = true;
         vr.model_sd_log = iv[k].model_sd_log;
+        vr.transfer_sd_log = iv[k].transfer_sd_log;
         for (size_t l = 0; l < vr.intervals.size(); ++l) {
           vr.intervals[l] = iv[k].intervals[l];
           if (vr.predicted > 0)
@@ -309,9 +310,11 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       if (!rel_width[k][l].empty()) s.median_relative_width[l] = MedianOf(rel_width[k][l]);
     }
     if (opts.cov) {
-      s.model_sd_log = 0;
-      if (opts.model_error && k < opts.model_error->size() && (*opts.model_error)[k].points > 0)
+      s.model_sd_log = s.transfer_sd_log = 0;
+      if (opts.model_error && k < opts.model_error->size() && (*opts.model_error)[k].points > 0) {
         s.model_sd_log = (*opts.model_error)[k].model_sd_log;
+        s.transfer_sd_log = (*opts.model_error)[k].transfer_sd_log;
+      }
     }
     s.mean_abs_pct = s.points ? sum / s.points : NAN;
     if (!s.points) s.worst_abs_pct = NAN;

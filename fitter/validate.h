@@ -39,6 +39,7 @@ struct ValidatedResponse {
   bool has_intervals = false;
   std::array<Interval, 3> intervals{};  // kIntervalLevels order, for the statistic's value
   double model_sd_log = 0;              // the model error the intervals hold (log units)
+  double transfer_sd_log = 0;           // and the transfer rule's error (log units)
 };
 
 // A run paired with the reference platform's run of the same point and replication, taken next
@@ -68,7 +69,8 @@ struct ErrorSummary {
   std::array<double, 3> coverage{NAN, NAN, NAN};  // share of points inside each interval
   // Median over points of (high - low) / predicted per interval: what the coverage costs.
   std::array<double, 3> median_relative_width{NAN, NAN, NAN};
-  double model_sd_log = NAN;  // the model error the intervals hold (NaN: no intervals)
+  double model_sd_log = NAN;     // the model error the intervals hold (NaN: no intervals)
+  double transfer_sd_log = NAN;  // the transfer rule's error they hold (NaN: no intervals)
   // The per-run spread (sd of log t over replications, pooled over points) and the replications
   // per point it takes to bring a point's floor to ValidateOptions::floor_target_pct (0: no
   // spread measured).
