@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "fitter/fit.h"
@@ -357,6 +359,44 @@ TEST(Validate, IntervalsHoldTheModelErrorOfTheCalibration) {
   Validation old = Validate(m, fr.Values(), val, {}, o);
   std::printf("coverage without it: 90%% %.3f\n", old.summary[0].coverage[1]);
   EXPECT_LT(old.summary[0].coverage[1], 0.8);
+}
+
+// A transfer check's points are off by exp(+-0.13) (median |log| = 0.6745 * 0.13) with no noise:
+// beyond a model error of 0.05 the transfer error is sqrt(0.13^2 - 0.05^2) = 0.12; a second,
+// smaller check does not lower it; a file without points is refused with its name.
+TEST(Validate, TransferErrorFromACheck) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  std::vector<ModelDiscrepancy> me(m.responses().size());
+  me[0].points = 10;
+  me[0].model_sd_log = 0.05;
+  const double d = 0.13 * 0.674489750196;
+  auto write = [&](const std::string& path, double scale) {
+    nlohmann::json j;
+    j["statistic"] = "median";
+    for (int i = 0; i < 9; ++i) {
+      double e = scale * (i < 4 ? d * 0.5 : i == 4 ? d : d * 2) * (i % 2 ? 1 : -1);
+      j["points"].push_back(
+          {{"responses",
+            {{m.responses()[0].name,
+              {{"median", 2 * std::exp(e)}, {"predicted", 2.0}, {"replications", 3}}}}}});
+    }
+    std::ofstream(path) << j.dump();
+  };
+  const std::string dir = ::testing::TempDir();
+  write(dir + "/check1.json", 1);
+  write(dir + "/check2.json", 0.5);
+  AddTransferError(dir + "/check1.json", m, &me);
+  EXPECT_NEAR(me[0].transfer_sd_log, 0.12, 1e-6);
+  AddTransferError(dir + "/check2.json", m, &me);
+  EXPECT_NEAR(me[0].transfer_sd_log, 0.12, 1e-6);
+  EXPECT_EQ(me[1].transfer_sd_log, 0);  // no model error estimate: left alone
+  std::ofstream(dir + "/bad.json") << "{}";
+  try {
+    AddTransferError(dir + "/bad.json", m, &me);
+    FAIL() << "no error";
+  } catch (const PredictError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: no 'points'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Validate, NormalQuantile) {
