@@ -29,7 +29,7 @@ int RunPredict(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, sweep_text, reference, tables_dir, fit_json, statistic = "median";
   std::string replications_text = "1";
-  std::vector<std::string> platforms, sets;
+  std::vector<std::string> platforms, sets, transfer_checks;
   Args args(
       "invmw predict --model MODEL --platform P [--platform Q ...] --set F=V ... --sweep F=A..B",
       "Predicts the time, its components and the speedup (relative to the first sweep\n"
@@ -47,6 +47,9 @@ int RunPredict(int argc, char** argv) {
       .Option("--fit", "FIT.json", &fit_json,
               "`invmw fit --json` of the calibration: 80/90/95% prediction intervals per point "
               "and response from its parameter covariance and residual noise")
+      .Repeated("--transfer-check", "VALIDATION.json", &transfer_checks,
+                "with --fit: `invmw validate --json` of calibration runs predicted through the "
+                "transfer rule; their error beyond the model's widens the intervals")
       .Option("--replications", "R", &replications_text,
               "with --fit: intervals for the statistic of R runs (default 1: one run)")
       .Option("--statistic", "S", &statistic, "with --fit and R > 1: median (default) or mean")
@@ -58,6 +61,8 @@ int RunPredict(int argc, char** argv) {
   if (model_name.empty()) return Fail("predict: --model is required");
   if (platforms.empty()) return Fail("predict: at least one --platform is required");
   if (sweep_text.empty()) return Fail("predict: --sweep is required (e.g. p=1..7)");
+  if (!transfer_checks.empty() && fit_json.empty())
+    return Fail("predict: --transfer-check needs --fit");
   int replications = 0;
   try {
     size_t used = 0;
@@ -93,6 +98,7 @@ int RunPredict(int argc, char** argv) {
     std::vector<std::vector<std::vector<ResponseInterval>>> intervals(tables.size());
     if (!fit_json.empty()) {
       FitUncertainty fu = LoadFitUncertainty(fit_json, m);
+      for (const auto& c : transfer_checks) AddTransferError(c, m, &fu.model_error);
       for (size_t i = 0; i < tables.size(); ++i) {
         auto cov = TransferCovariance(m, fu, resolved[i], ref != nullptr);
         for (double x : sweep.values) {
@@ -104,7 +110,8 @@ int RunPredict(int argc, char** argv) {
                                                  : fac.default_value);
           }
           intervals[i].push_back(PredictionIntervals(m, f, resolved[i].values, cov, fu.sigma,
-                                                     fu.weighting, replications, statistic));
+                                                     fu.weighting, replications, statistic,
+                                                     &fu.model_error));
         }
       }
     }
@@ -135,7 +142,9 @@ int RunPredict(int argc, char** argv) {
               const ResponseInterval& ri = intervals[i][r][k];
               nlohmann::json jr{{"predicted", ri.predicted},
                                 {"sd_parameters", ri.sd_param},
-                                {"sd_noise", ri.sd_noise}};
+                                {"sd_noise", ri.sd_noise},
+                                {"model_error_sd_log", ri.model_sd_log},
+                                {"transfer_error_sd_log", ri.transfer_sd_log}};
               for (size_t l = 0; l < ri.intervals.size(); ++l)
                 jr[kIntervalKeys[l]] = {ri.intervals[l].low, ri.intervals[l].high};
               jpt["responses"][rs[k].name] = jr;

@@ -88,9 +88,12 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
                            {"predicted", r.predicted},
                            {"error_pct", Number(r.error_pct)},
                            {"noise_floor_pct", Number(r.noise_floor_pct)}};
-      if (r.has_intervals)
+      if (r.has_intervals) {
         for (size_t l = 0; l < r.intervals.size(); ++l)
           jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
+        jr["model_error_sd_log"] = Number(r.model_sd_log);
+        jr["transfer_error_sd_log"] = Number(r.transfer_sd_log);
+      }
       jp["responses"][r.name] = jr;
     }
     j["points"].push_back(jp);
@@ -112,6 +115,13 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
       for (size_t l = 0; l < s.coverage.size(); ++l)
         j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
             Number(s.coverage[l]);
+    if (std::isfinite(s.model_sd_log)) {
+      j["summary"][s.name]["model_error_sd_log"] = Number(s.model_sd_log);
+      j["summary"][s.name]["transfer_error_sd_log"] = Number(s.transfer_sd_log);
+      for (size_t l = 0; l < s.median_relative_width.size(); ++l)
+        j["summary"][s.name][std::string("median_relative_width_") + (kIntervalKeys[l] + 9)] =
+            Number(s.median_relative_width[l]);
+    }
   }
   return j;
 }
@@ -168,6 +178,16 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
     if (s.unmeasured) std::printf(" [%d point(s) without a measured value]", s.unmeasured);
     std::printf("\n");
   }
+  if (std::isfinite(v.summary.front().model_sd_log)) {
+    // One line, not a table row: scripts read the table's rows by their response name.
+    std::printf(
+        "\nintervals: model error sd(log) / transfer error sd(log) / median 90%% width relative "
+        "to the prediction:");
+    for (const auto& s : v.summary)
+      std::printf(" %s %s/%s/%s", s.name.c_str(), Fmt(s.model_sd_log, 0).c_str(),
+                  Fmt(s.transfer_sd_log, 0).c_str(), Fmt(s.median_relative_width[1], 0).c_str());
+    std::printf("\n");
+  }
   std::printf(
       "\nreplications per point for a 2%% noise floor, from the measured per-run spread "
       "(sd of log t):");
@@ -182,7 +202,7 @@ int RunValidate(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, design, db_path, run_platform, table_name, reference, tables_dir, label,
       out, statistic = "median", pair_platform, pair_design, fit_json;
-  std::vector<std::string> sets, derives;
+  std::vector<std::string> sets, derives, transfer_checks;
   Args args(
       "invmw validate --model MODEL --design NAME --table TABLE [--reference TABLE] [options]",
       "Predicts every design point of a design's measured runs (results database) and\n"
@@ -218,6 +238,9 @@ int RunValidate(int argc, char** argv) {
       .Option("--fit", "FIT.json", &fit_json,
               "`invmw fit --json` of the calibration: prediction intervals from its parameter "
               "covariance and residual noise")
+      .Repeated("--transfer-check", "VALIDATION.json", &transfer_checks,
+                "with --fit: `invmw validate --json` of calibration runs predicted through the "
+                "transfer rule; their error beyond the model's widens the intervals")
       .Option("--label", "TEXT", &label, "name of this validation in reports (default: TABLE)")
       .Option("--out", "FILE", &out, "also write the JSON result to FILE")
       .Flag("--json", &json, "print JSON instead of text")
@@ -232,6 +255,8 @@ int RunValidate(int argc, char** argv) {
   if (model_name.empty()) return Fail("validate: --model is required");
   if (design.empty()) return Fail("validate: --design is required");
   if (table_name.empty()) return Fail("validate: --table is required");
+  if (!transfer_checks.empty() && fit_json.empty())
+    return Fail("validate: --transfer-check needs --fit");
   if (statistic != "median" && statistic != "mean")
     return Fail("validate: --statistic must be median or mean, got '" + statistic + "'");
   if (!pair_design.empty() && pair_platform.empty())
@@ -260,12 +285,15 @@ int RunValidate(int argc, char** argv) {
       vo.paired_name = pair_platform + " (design " + pd + ")";
     }
     std::vector<std::vector<double>> cov;
+    FitUncertainty fu;  // outlives the validation: vo points into it
     if (!fit_json.empty()) {
-      FitUncertainty fu = LoadFitUncertainty(fit_json, m);
+      fu = LoadFitUncertainty(fit_json, m);
       cov = TransferCovariance(m, fu, rp, ref != nullptr);
       vo.cov = &cov;
       vo.sigma = fu.sigma;
       vo.weighting = fu.weighting;
+      for (const auto& c : transfer_checks) AddTransferError(c, m, &fu.model_error);
+      vo.model_error = &fu.model_error;
     }
     Validation v = Validate(m, rp.values, d, settings, vo);
     nlohmann::json j = ToJson(m, table, ref.get(), rp, design, run_platform, db,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -28,6 +29,116 @@ double NormalQuantile(double p) {
   double q = p - 0.5, r = q * q;
   return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  size_t h = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + h, v.end());
+  double m = v[h];
+  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), v.begin() + h)) / 2;
+  return m;
+}
+
+}  // namespace
+
+std::vector<ModelDiscrepancy> EstimateModelError(
+    const Model& model, const std::vector<CalibrationResidual>& residuals) {
+  const auto& rs = model.responses();
+  std::vector<ModelDiscrepancy> out(rs.size());
+  for (size_t k = 0; k < rs.size(); ++k) {
+    out[k].response = rs[k].name;
+    std::map<long, std::vector<double>> logs;  // point -> log(measured / predicted) per run
+    for (const auto& r : residuals)
+      if (r.response == rs[k].name && r.measured > 0 && r.predicted > 0 &&
+          std::isfinite(r.measured) && std::isfinite(r.predicted))
+        logs[r.point].push_back(std::log(r.measured / r.predicted));
+    if (logs.empty()) continue;
+    std::vector<double> abs_mean, var, n;
+    for (const auto& [point, e] : logs) {
+      double mean = 0;
+      for (double x : e) mean += x;
+      mean /= e.size();
+      abs_mean.push_back(std::fabs(mean));
+      n.push_back(e.size());
+      if (e.size() < 2) continue;
+      double ss = 0;
+      for (double x : e) ss += (x - mean) * (x - mean);
+      var.push_back(ss / (e.size() - 1));
+    }
+    // Median absolute value about zero over the normal's 0.6745: the points' spread without the
+    // pull of the few points (stalls, a mis-specified corner) that would dominate a variance.
+    double spread = Median(abs_mean) / 0.674489750196;
+    double total = spread * spread;
+    double noise = 0;
+    if (!var.empty()) {
+      // The median of a sample variance with d degrees of freedom is about
+      // sigma^2 (1 - 2/(9d))^3 (Wilson-Hilferty); d from the typical number of replications.
+      double d = std::max(1.0, Median(n) - 1);
+      double c = std::pow(1 - 2 / (9 * d), 3);
+      noise = Median(var) / c;
+    }
+    // Without replications noise and discrepancy cannot be told apart: all of the spread then
+    // counts as model error, which does not shrink with the replications (the cautious side).
+    double inv_n = 0;
+    for (double x : n) inv_n += 1 / x;
+    inv_n /= n.size();
+    out[k].points = static_cast<int>(logs.size());
+    out[k].noise_sd_log = std::sqrt(noise);
+    out[k].model_sd_log = std::sqrt(std::max(0.0, total - noise * inv_n));
+  }
+  return out;
+}
+
+void AddTransferError(const std::string& path, const Model& model,
+                      std::vector<ModelDiscrepancy>* model_error) {
+  std::ifstream in(path);
+  if (!in)
+    throw PredictError(path +
+                       ": cannot read the transfer check (expected `invmw validate "
+                       "--json` output)");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    throw PredictError(path + ": not JSON (expected `invmw validate --json` output): " + e.what());
+  }
+  if (!j.is_object() || !j.contains("points") || !j["points"].is_array())
+    throw PredictError(path + ": no 'points' array (expected `invmw validate --json` output)");
+  const std::string statistic = j.contains("statistic") && j["statistic"].is_string()
+                                    ? j["statistic"].get<std::string>()
+                                    : "median";
+  if (statistic != "median" && statistic != "mean")
+    throw PredictError(path + ": 'statistic' must be median or mean");
+  const auto& rs = model.responses();
+  for (size_t k = 0; k < rs.size() && k < model_error->size(); ++k) {
+    ModelDiscrepancy& me = (*model_error)[k];
+    if (me.points == 0) continue;
+    std::vector<double> abs_log;
+    double noise = 0;  // mean variance of the check's statistic from the per-run noise
+    for (size_t i = 0; i < j["points"].size(); ++i) {
+      const auto& p = j["points"][i];
+      if (!p.is_object() || !p.contains("responses") || !p["responses"].contains(rs[k].name))
+        continue;
+      const auto& r = p["responses"][rs[k].name];
+      auto num = [&](const char* key) {
+        return r.contains(key) && r[key].is_number() ? r[key].get<double>() : NAN;
+      };
+      double measured = num(statistic.c_str()), predicted = num("predicted");
+      double reps = num("replications");
+      if (!(measured > 0 && predicted > 0 && reps >= 1)) continue;
+      abs_log.push_back(std::fabs(std::log(measured / predicted)));
+      double r_eff = statistic == "median" && reps > 2 ? reps / (M_PI / 2) : reps;
+      noise += me.noise_sd_log * me.noise_sd_log / r_eff;
+    }
+    if (abs_log.empty()) continue;
+    noise /= abs_log.size();
+    double spread = Median(abs_log) / 0.674489750196;
+    double t2 = spread * spread - me.model_sd_log * me.model_sd_log - noise;
+    me.transfer_sd_log = std::max(me.transfer_sd_log, std::sqrt(std::max(0.0, t2)));
+  }
 }
 
 FitUncertainty LoadFitUncertainty(const std::string& path, const Model& model) {
@@ -68,6 +179,32 @@ FitUncertainty LoadFitUncertainty(const std::string& path, const Model& model) {
   if (!std::isfinite(f.sigma) || f.sigma < 0)
     throw PredictError(path + ": 'sigma' must be a number >= 0");
   if (j.contains("weighting") && j["weighting"].is_string()) f.weighting = j["weighting"];
+  // The residuals (optional: older fits and hand-written files lack them) give the model error.
+  if (j.contains("residuals")) {
+    const auto& res = j["residuals"];
+    if (!res.is_array()) throw PredictError(path + ": 'residuals' must be an array");
+    std::vector<CalibrationResidual> rows;
+    for (size_t i = 0; i < res.size(); ++i) {
+      const auto& r = res[i];
+      auto num = [&](const char* key) {
+        if (!r.is_object() || !r.contains(key) || !(r[key].is_number() || r[key].is_null()))
+          throw PredictError(path + ": residuals[" + std::to_string(i) + "] has no numeric '" +
+                             key + "'");
+        return r[key].is_number() ? r[key].get<double>() : NAN;
+      };
+      if (!r.is_object() || !r.contains("response") || !r["response"].is_string())
+        throw PredictError(path + ": residuals[" + std::to_string(i) + "] has no 'response'");
+      CalibrationResidual c;
+      c.response = r["response"];
+      // A fit without design points (CSV rows) has one point per row.
+      c.point = r.contains("point") && r["point"].is_number_integer() ? r["point"].get<long>()
+                                                                      : static_cast<long>(i);
+      c.measured = num("measured");
+      c.predicted = num("predicted");
+      rows.push_back(c);
+    }
+    f.model_error = EstimateModelError(model, rows);
+  }
   for (const auto& p : model.parameters())
     if (std::find(f.names.begin(), f.names.end(), p.name) == f.names.end())
       throw PredictError(path + ": the fit has no parameter '" + p.name + "' of model " +
@@ -101,12 +238,11 @@ std::vector<std::vector<double>> TransferCovariance(const Model& model, const Fi
   return cov;
 }
 
-std::vector<ResponseInterval> PredictionIntervals(const Model& model,
-                                                  const std::vector<double>& factors,
-                                                  const std::vector<double>& params,
-                                                  const std::vector<std::vector<double>>& cov,
-                                                  double sigma, const std::string& weighting,
-                                                  int replications, const std::string& statistic) {
+std::vector<ResponseInterval> PredictionIntervals(
+    const Model& model, const std::vector<double>& factors, const std::vector<double>& params,
+    const std::vector<std::vector<double>>& cov, double sigma, const std::string& weighting,
+    int replications, const std::string& statistic,
+    const std::vector<ModelDiscrepancy>* model_error) {
   const auto& rs = model.responses();
   const size_t np = params.size();
   std::vector<double> y(rs.size());
@@ -147,7 +283,19 @@ std::vector<ResponseInterval> PredictionIntervals(const Model& model,
                   : (weighting == "total" && k > 0) ? std::fabs(y[0])
                                                     : std::fabs(y[k]);
     ri.sd_noise = sigma * unit / std::sqrt(r_eff);
-    double sd = std::hypot(ri.sd_param, ri.sd_noise);
+    // The calibration's residual sd holds the model's error too; divided by the replications it
+    // made the intervals of a median of 5 runs far too narrow. With the residuals' split, only
+    // the per-run noise shrinks, and the discrepancy is added whole.
+    double s_model = 0;
+    if (model_error && k < model_error->size() && (*model_error)[k].points > 0) {
+      const ModelDiscrepancy& me = (*model_error)[k];
+      ri.sd_noise = me.noise_sd_log * std::fabs(y[k]) / std::sqrt(r_eff);
+      ri.model_sd_log = me.model_sd_log;
+      ri.transfer_sd_log = me.transfer_sd_log;
+      s_model = std::hypot(me.model_sd_log, me.transfer_sd_log);
+    }
+    double sd = std::sqrt(ri.sd_param * ri.sd_param + ri.sd_noise * ri.sd_noise +
+                          s_model * s_model * y[k] * y[k]);
     for (size_t l = 0; l < kIntervalLevels.size(); ++l) {
       double z = NormalQuantile(0.5 + kIntervalLevels[l] / 2);
       if (y[k] > 0) {

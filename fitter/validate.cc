@@ -178,6 +178,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
   std::vector<std::vector<std::vector<double>>> deviations(rs.size());
   std::vector<std::array<int, 3>> covered(rs.size(), std::array<int, 3>{0, 0, 0});
   std::vector<int> with_interval(rs.size(), 0);
+  std::vector<std::array<std::vector<double>, 3>> rel_width(rs.size());
   // Per response, each point's (normalized) replications, for the pooled per-run spread.
   std::vector<std::map<long, std::vector<double>>> spread(rs.size());
   for (const auto& [group, rows] : groups) {
@@ -206,7 +207,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       int reps = 0;
       for (size_t r : rows) reps += std::isfinite(data.rows[r][rcol[0]]);
       iv = PredictionIntervals(model, f, params, *opts.cov, opts.sigma, opts.weighting, reps,
-                               opts.statistic);
+                               opts.statistic, opts.model_error);
     }
     for (size_t k = 0; k < rs.size(); ++k) {
       ValidatedResponse vr;
@@ -244,8 +245,12 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       vr.noise_floor_pct = NoiseFloorPct(m, opts.statistic);
       if (!iv.empty()) {
         vr.has_intervals = true;
+        vr.model_sd_log = iv[k].model_sd_log;
+        vr.transfer_sd_log = iv[k].transfer_sd_log;
         for (size_t l = 0; l < vr.intervals.size(); ++l) {
           vr.intervals[l] = iv[k].intervals[l];
+          if (vr.predicted > 0)
+            rel_width[k][l].push_back((vr.intervals[l].high - vr.intervals[l].low) / vr.predicted);
           if (std::isfinite(measured))
             covered[k][l] += vr.intervals[l].low <= measured && measured <= vr.intervals[l].high;
         }
@@ -300,8 +305,17 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
     }
     s.noise_floor_worst_abs_pct = MedianOf(worst_b);
-    for (size_t l = 0; l < s.coverage.size(); ++l)
+    for (size_t l = 0; l < s.coverage.size(); ++l) {
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];
+      if (!rel_width[k][l].empty()) s.median_relative_width[l] = MedianOf(rel_width[k][l]);
+    }
+    if (opts.cov) {
+      s.model_sd_log = s.transfer_sd_log = 0;
+      if (opts.model_error && k < opts.model_error->size() && (*opts.model_error)[k].points > 0) {
+        s.model_sd_log = (*opts.model_error)[k].model_sd_log;
+        s.transfer_sd_log = (*opts.model_error)[k].transfer_sd_log;
+      }
+    }
     s.mean_abs_pct = s.points ? sum / s.points : NAN;
     if (!s.points) s.worst_abs_pct = NAN;
     v.summary.push_back(s);

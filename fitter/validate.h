@@ -38,6 +38,8 @@ struct ValidatedResponse {
   double noise_floor_pct = NAN;
   bool has_intervals = false;
   std::array<Interval, 3> intervals{};  // kIntervalLevels order, for the statistic's value
+  double model_sd_log = 0;              // the model error the intervals hold (log units)
+  double transfer_sd_log = 0;           // and the transfer rule's error (log units)
 };
 
 // A run paired with the reference platform's run of the same point and replication, taken next
@@ -65,6 +67,10 @@ struct ErrorSummary {
   // point's replication spread (seeded draws of each point's statistic noise, median over draws).
   double noise_floor_median_abs_pct = NAN, noise_floor_worst_abs_pct = NAN;
   std::array<double, 3> coverage{NAN, NAN, NAN};  // share of points inside each interval
+  // Median over points of (high - low) / predicted per interval: what the coverage costs.
+  std::array<double, 3> median_relative_width{NAN, NAN, NAN};
+  double model_sd_log = NAN;     // the model error the intervals hold (NaN: no intervals)
+  double transfer_sd_log = NAN;  // the transfer rule's error they hold (NaN: no intervals)
   // The per-run spread (sd of log t over replications, pooled over points) and the replications
   // per point it takes to bring a point's floor to ValidateOptions::floor_target_pct (0: no
   // spread measured).
@@ -104,6 +110,9 @@ struct ValidateOptions {
   const std::vector<std::vector<double>>* cov = nullptr;
   double sigma = 0;
   std::string weighting = "relative";
+  // The calibration's model error per response (EstimateModelError, model.responses() order);
+  // null: the intervals use sigma alone.
+  const std::vector<ModelDiscrepancy>* model_error = nullptr;
   int bootstrap = 400;          // draws for the summary's noise floors
   double floor_target_pct = 2;  // for ErrorSummary::replications_for_floor
   unsigned seed = 20;

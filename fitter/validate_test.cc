@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "fitter/fit.h"
@@ -274,6 +276,127 @@ TEST(Validate, PredictionIntervalsCoverTheirShareOfSyntheticRuns) {
   // Without the noise model (parameter covariance alone) the intervals are far too narrow.
   o.sigma = 0;
   EXPECT_LT(Validate(m, fr.Values(), val, {}, o).summary[0].coverage[1], 0.6);
+}
+
+// Issue 20, item 6: a model that is wrong by a point-to-point discrepancy (sd 0.10 in log t, the
+// same for every replication of a point) on top of 3% per-run noise. The calibration has 3
+// replications per point, the validation is the median of 5 runs at 400 new points, each with a
+// discrepancy of its own. The fit's residual sd divided by the replications (the old intervals)
+// covers far too few; with the model error estimated from the calibration's residuals
+// (EstimateModelError) the 80/90/95% intervals cover close to their share.
+TEST(Validate, IntervalsHoldTheModelErrorOfTheCalibration) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  const auto& truth = testing::OpalTruth();
+  const double tau = 0.10, noise = 0.03;
+  std::mt19937_64 rng(2020);
+  std::normal_distribution<double> z(0, 1);
+  // Replicated rows of a design, every response of a point times exp(tau z_point).
+  auto replicate = [&](const std::vector<std::vector<double>>& design, int reps, uint64_t seed) {
+    std::vector<std::vector<double>> rows;
+    std::vector<long> groups;
+    for (size_t i = 0; i < design.size(); ++i)
+      for (int r = 0; r < reps; ++r) {
+        rows.push_back(design[i]);
+        groups.push_back(static_cast<long>(i));
+      }
+    DataTable d = testing::Synthesize(m, testing::OpalFactors(), rows, truth, noise, seed);
+    d.groups = groups;
+    std::vector<double> bias(design.size());
+    for (double& b : bias) b = std::exp(tau * z(rng));
+    const size_t nf = testing::OpalFactors().size();
+    for (size_t r = 0; r < d.rows.size(); ++r)
+      for (size_t c = nf; c < d.columns.size(); ++c) d.rows[r][c] *= bias[groups[r]];
+    return d;
+  };
+  DataTable cal = replicate(testing::OpalDesign(), 3, 99);
+  FitOptions fo;
+  fo.cross_validate = false;
+  FitResult fr = Fit(m, cal, fo);
+  ASSERT_TRUE(fr.covariance_ok);
+  std::vector<CalibrationResidual> res;
+  for (const auto& p : fr.residuals)
+    res.push_back({p.response, cal.groups[p.row], p.measured, p.predicted});
+  std::vector<ModelDiscrepancy> me = EstimateModelError(m, res);
+  ASSERT_EQ(me.size(), m.responses().size());
+  std::printf("estimated model error sd(log) %.4f (true %.2f), per-run noise %.4f (true %.2f)\n",
+              me[0].model_sd_log, tau, me[0].noise_sd_log, noise);
+  EXPECT_NEAR(me[0].model_sd_log, tau, 0.035);
+  EXPECT_NEAR(me[0].noise_sd_log, noise, 0.01);
+  EXPECT_EQ(me[0].points, 84);
+
+  std::uniform_real_distribution<double> un(500, 8000);
+  std::uniform_int_distribution<int> up(1, 7);
+  std::vector<std::vector<double>> design;
+  for (int i = 0; i < 400; ++i)
+    design.push_back(
+        {10, double(up(rng)), i % 2 ? 1.0 : 0.1, std::round(un(rng)), i % 3 ? 1e6 : 100, 0, 24});
+  DataTable val = replicate(design, 5, 7);
+  ValidateOptions o;
+  o.cov = &fr.covariance;
+  o.sigma = fr.sigma;
+  o.weighting = fo.weighting;
+  o.bootstrap = 10;
+  o.model_error = &me;
+  Validation v = Validate(m, fr.Values(), val, {}, o);
+  const ErrorSummary& s = v.summary[0];
+  std::printf(
+      "coverage with the model error: 80%% %.3f, 90%% %.3f, 95%% %.3f; median 90%% width "
+      "%.3f of the prediction\n",
+      s.coverage[0], s.coverage[1], s.coverage[2], s.median_relative_width[1]);
+  EXPECT_GE(s.coverage[0], 0.73);
+  EXPECT_LE(s.coverage[0], 0.87);
+  EXPECT_GE(s.coverage[1], 0.85);
+  EXPECT_LE(s.coverage[1], 0.95);
+  EXPECT_GE(s.coverage[2], 0.91);
+  EXPECT_LE(s.coverage[2], 0.99);
+  EXPECT_NEAR(s.model_sd_log, me[0].model_sd_log, 1e-12);
+  EXPECT_NEAR(v.points[0].responses[0].model_sd_log, me[0].model_sd_log, 1e-12);
+  // Honest but not useless: about 2 z sd = 2 * 1.645 * 0.10 wide, not several times that.
+  EXPECT_GT(s.median_relative_width[1], 0.25);
+  EXPECT_LT(s.median_relative_width[1], 0.45);
+  // The old intervals: the residual sd shrunk by the replications.
+  o.model_error = nullptr;
+  Validation old = Validate(m, fr.Values(), val, {}, o);
+  std::printf("coverage without it: 90%% %.3f\n", old.summary[0].coverage[1]);
+  EXPECT_LT(old.summary[0].coverage[1], 0.8);
+}
+
+// A transfer check's points are off by exp(+-0.13) (median |log| = 0.6745 * 0.13) with no noise:
+// beyond a model error of 0.05 the transfer error is sqrt(0.13^2 - 0.05^2) = 0.12; a second,
+// smaller check does not lower it; a file without points is refused with its name.
+TEST(Validate, TransferErrorFromACheck) {
+  Model m = Model::Load(ResolveModelPath("opal"));
+  std::vector<ModelDiscrepancy> me(m.responses().size());
+  me[0].points = 10;
+  me[0].model_sd_log = 0.05;
+  const double d = 0.13 * 0.674489750196;
+  auto write = [&](const std::string& path, double scale) {
+    nlohmann::json j;
+    j["statistic"] = "median";
+    for (int i = 0; i < 9; ++i) {
+      double e = scale * (i < 4 ? d * 0.5 : i == 4 ? d : d * 2) * (i % 2 ? 1 : -1);
+      j["points"].push_back(
+          {{"responses",
+            {{m.responses()[0].name,
+              {{"median", 2 * std::exp(e)}, {"predicted", 2.0}, {"replications", 3}}}}}});
+    }
+    std::ofstream(path) << j.dump();
+  };
+  const std::string dir = ::testing::TempDir();
+  write(dir + "/check1.json", 1);
+  write(dir + "/check2.json", 0.5);
+  AddTransferError(dir + "/check1.json", m, &me);
+  EXPECT_NEAR(me[0].transfer_sd_log, 0.12, 1e-6);
+  AddTransferError(dir + "/check2.json", m, &me);
+  EXPECT_NEAR(me[0].transfer_sd_log, 0.12, 1e-6);
+  EXPECT_EQ(me[1].transfer_sd_log, 0);  // no model error estimate: left alone
+  std::ofstream(dir + "/bad.json") << "{}";
+  try {
+    AddTransferError(dir + "/bad.json", m, &me);
+    FAIL() << "no error";
+  } catch (const PredictError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: no 'points'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Validate, NormalQuantile) {

@@ -302,6 +302,7 @@ validate() {  # file label run-platform table fit design [reference [pair-platfo
               --label "$2" --fit "$5" --out "$out/validation/$1.json")
   [[ $# -ge 7 ]] && args+=(--reference "$7")
   [[ $# -ge 9 ]] && args+=(--pair-platform "$8" --pair-design "$9")
+  for c in "${checks[@]}"; do args+=(--transfer-check "$c"); done
   "$invmw" validate "${args[@]}" > "$out/validation/$1.txt"
   printf '  %-34s' "$2"
   awk '$1 ~ /^t_/ && NF >= 9 { printf " %s %s/%s%% (floor %s/%s%%, in90 %s%%)", $1, $4, $6, $7,
@@ -360,9 +361,26 @@ step "fit of the $model model on $ref"
 calibrate "$ref" calibrated
 cp "$out/calibrated.json" "$out/fit.json"  # the report's and the plots' fit
 
+# Transfer checks (issue 20, item 6): the calibration design's runs predicted through the
+# transfer rule, never the held-out runs. A transferred prediction's intervals hold, beyond the
+# calibration's model error, the larger error of: the reference's own probes instead of its fit,
+# and (with --reverse) the other calibrated platform's calibration runs (leave one platform out).
+transfer_check() {  # file run-platform table reference fit
+  mkdir -p "$out/transfer-checks"
+  "$invmw" validate --model "$model" --design "$calibration" --platform "$2" --db "$db" \
+    --table "$3" --reference "$4" --fit "$5" --out "$out/transfer-checks/$1.json" \
+    > "$out/transfer-checks/$1.txt"
+  checks+=("$out/transfer-checks/$1.json")
+}
+
 step "prediction errors (median/worst |error| per response, each with its noise floor)"
+checks=()
 validate "00-$ref-holdout" "$ref held-out (calibrated)" "$ref" "$out/tables/calibrated.toml" \
   "$out/calibrated.json" "$validation"
+transfer_check "$ref-from-own-probes" "$ref" "$out/tables/$ref.toml" \
+  "$out/tables/calibrated.toml" "$out/calibrated.json"
+[[ -z $reverse ]] || transfer_check "$reverse-from-$ref" "$reverse" "$out/tables/$reverse.toml" \
+  "$out/tables/calibrated.toml" "$out/calibrated.json"
 i=1
 for t in "${targets[@]}"; do
   validate "$(printf '%02d' $i)-$t" "$t from $ref" "$t" "$out/tables/$t.toml" \
@@ -376,6 +394,11 @@ if [[ -n $reverse ]]; then
   # the compute parameters come from the kernel probes of that platform.
   calibrate "$reverse" "calibrated-$reverse" --fix-from "a2=$out/tables/$reverse.toml" \
     --fix-from "a3=$out/tables/$reverse.toml" --fix-from "a4=$out/tables/$reverse.toml"
+  checks=()
+  transfer_check "$reverse-from-own-probes" "$reverse" "$out/tables/$reverse.toml" \
+    "$out/tables/calibrated-$reverse.toml" "$out/calibrated-$reverse.json"
+  transfer_check "$ref-from-$reverse" "$ref" "$out/tables/$ref.toml" \
+    "$out/tables/calibrated-$reverse.toml" "$out/calibrated-$reverse.json"
   if [[ -n ${beside[$reverse]:-} ]]; then
     validate "90-$ref-from-$reverse" "$ref from $reverse (reverse)" "$ref" \
       "$out/tables/$ref.toml" "$out/calibrated-$reverse.json" "${beside[$reverse]}" \

@@ -164,6 +164,9 @@ def check_validation(path, db, html):
                 lo, hi = r[k]
                 assert lo <= r["predicted"] <= hi or r["predicted"] <= 0, f"{path}: {name} {k}"
             assert r["interval_95"][0] <= r["interval_90"][0] <= r["interval_80"][0]
+            # The model's own error (and the transfer rule's) is in the intervals (issue 20).
+            for k in ("model_error_sd_log", "transfer_error_sd_log"):
+                assert isinstance(r.get(k), (int, float)) and r[k] >= 0, f"{path}: {name} {k}"
             errors.setdefault(name, []).append(err)
             floors.setdefault(name, []).append(nf)
     for name, errs in errors.items():
@@ -176,6 +179,8 @@ def check_validation(path, db, html):
             s["noise_floor_worst_abs_error_pct"] is not None, f"{path}: {name} has no floor"
         assert 0 <= s["noise_floor_median_abs_error_pct"] <= s["noise_floor_worst_abs_error_pct"]
         assert s["coverage_90"] is not None, f"{path}: {name} has no interval coverage"
+        assert s.get("median_relative_width_90") is None or s["median_relative_width_90"] > 0, \
+            f"{path}: {name} median_relative_width_90"
         row = "<td>%s (%s)</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>" \
               "<td>%s</td></tr>" % (
                   name, s["column"], g5(s["points"]), g5(s["median_abs_error_pct"]),
