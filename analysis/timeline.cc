@@ -906,14 +906,16 @@ Timelines BuildTimelines(const Trace& t,
       partners[msg.recv_loc].push_back(PartnerEnd::Make(msg.recv_event, msg.send_time, msg.src));
   }
   // An event is the end of at most one message; the stable order keeps the first, as the
-  // lookup by message index did.
-  for (auto& v : partners)
+  // lookup by message index did. Each location's list apart, so on the threads.
+  ParallelFor(partners.size(), threads, [&](size_t l) {
+    auto& v = partners[l];
     if (!std::is_sorted(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
           return a.event() < b.event();
         }))
       std::stable_sort(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
         return a.event() < b.event();
       });
+  });
   if (options.release_messages) {
     std::vector<invmw::otf2::Message>().swap(*options.release_messages);
     ReturnFreedMemory();
