@@ -7,8 +7,10 @@
 #endif
 
 #include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <ctime>
-#include <deque>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -85,6 +87,50 @@ struct PendingRecv {
   uint32_t uncompleted = UINT32_MAX;  // index into Trace::uncompleted_recvs, else a completed one
 };
 static_assert(sizeof(PendingRecv) == 56, "PendingRecv is held per receive of the trace");
+// A list grown in chunks of 2^16 records (2.5-3.5 MiB): no doubling slack nor copy as it
+// grows, and given back chunk by chunk when taken. std::deque's 512-byte blocks of the sends
+// and of the receives lay interleaved in the heap, so emptying one list left no whole page to
+// give back, and moving the lists into vectors to sort them held them twice (1.87 GiB peak at
+// 10^8 events with 1 thread).
+template <typename T>
+class ChunkedList {
+ public:
+  void push_back(const T& x) {
+    if (chunks_.empty() || chunks_.back().size() == kChunk) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(kChunk);
+    }
+    chunks_.back().push_back(x);
+    ++size_;
+  }
+  size_t size() const { return size_; }
+  // Every record in one vector; the chunks are freed (and their pages given back) as they are
+  // copied, so the list is held about once.
+  std::vector<T> Take() {
+    std::vector<T> v;
+    v.reserve(size_);
+    for (size_t k = 0; k < chunks_.size(); ++k) {
+      v.insert(v.end(), chunks_[k].begin(), chunks_[k].end());
+      std::vector<T>().swap(chunks_[k]);
+#ifdef __GLIBC__
+      // Chunks that came from the heap are resident until trimmed.
+      if (k % 32 == 31) malloc_trim(0);
+#endif
+    }
+    std::vector<std::vector<T>>().swap(chunks_);
+    size_ = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    return v;
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t(1) << 16;
+  std::vector<std::vector<T>> chunks_;
+  size_t size_ = 0;
+};
+
 // A nonblocking receive posted with invmw's attributes, until its completion or cancellation.
 struct PostedRecv {
   UncompletedRecv u;
@@ -112,9 +158,8 @@ struct State {
   OTF2_AttributeRef attr_cut_off = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_callsite = OTF2_UNDEFINED_ATTRIBUTE;
   std::unordered_map<uint32_t, std::pair<std::string, uint32_t>> scls;  // file, line
-  // Deques: no doubling slack nor copy when they grow, and freed block by block as matched.
-  std::deque<PendingSend> sends;
-  std::deque<PendingRecv> recvs;
+  ChunkedList<PendingSend> sends;
+  ChunkedList<PendingRecv> recvs;
   std::vector<PostedRecv> posted_more;  // the other reader threads' open receives
   size_t seq = 0;
   std::string error;
@@ -562,21 +607,12 @@ struct RecvLessT {
 constexpr SendLessT SendLess{};
 constexpr RecvLessT RecvLess{};
 
-// The part's list sorted, as a vector: moved out of the deque (freed block by block as it is
-// taken), then sorted. std::sort through deque iterators took 3 to 4 times as long (their
-// arithmetic at every step): 2.3 s of CPU per list of 10^7 records, a fifth of a 10^8-event
-// first pass.
+// The part's list sorted, as a vector. std::sort through deque iterators (the lists' earlier
+// form) took 3 to 4 times as long (their arithmetic at every step): 2.3 s of CPU per list of
+// 10^7 records, a fifth of a 10^8-event first pass.
 template <typename T, typename Less>
-std::vector<T> SortedList(std::deque<T>& d, Less less) {
-  std::vector<T> v;
-  v.reserve(d.size());
-  for (; !d.empty(); d.pop_front()) v.push_back(d.front());
-  std::deque<T>().swap(d);
-#ifdef __GLIBC__
-  // The deque's blocks were small heap allocations, freed but still resident: given back, or
-  // the list would count twice in the peak (a 10^8-event first pass went from 1.8 to 2.2 GiB).
-  malloc_trim(0);
-#endif
+std::vector<T> SortedList(ChunkedList<T>& l, Less less) {
+  std::vector<T> v = l.Take();
   std::sort(v.begin(), v.end(), less);
   return v;
 }
@@ -604,21 +640,28 @@ ChannelKey KeyOf(const T& x) {
 
 // The sorted lists of all parts seen as one sorted list (a k-way merge: `less` is a total
 // order, so this is the order one sort of all of them gives), over the channels in [lo, hi).
+// release: the pages of the entries walked are given back to the system as it goes (their
+// contents are never read again; only pages wholly inside the range's part of a list, so
+// another range walking its own part on another thread is not touched): the lists shrink as
+// the messages are written, instead of both being held at once.
 template <typename T, typename Less>
 class MergedCursor {
  public:
   MergedCursor(const std::vector<const std::vector<T>*>& parts, const ChannelKey* lo,
-               const ChannelKey* hi, Less less)
-      : parts_(parts), less_(less) {
+               const ChannelKey* hi, Less less, bool release)
+      : parts_(parts), less_(less), release_(release) {
     auto bound = [](const std::vector<T>& v, const ChannelKey* k, size_t dflt) {
       if (!k) return dflt;
       return size_t(std::lower_bound(v.begin(), v.end(), *k,
                                      [](const T& x, const ChannelKey& y) { return KeyOf(x) < y; }) -
                     v.begin());
     };
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     for (const auto* v : parts_) {
       pos_.push_back(bound(*v, lo, 0));
       end_.push_back(bound(*v, hi, v->size()));
+      // The first whole page of the range's part.
+      dropped_.push_back((uintptr_t(v->data() + pos_.back()) + page - 1) & ~(page - 1));
     }
     Pick();
   }
@@ -627,9 +670,26 @@ class MergedCursor {
   void Next() {
     ++pos_[which_];
     Pick();
+    if (release_ && ++since_release_ >= 65536) {
+      since_release_ = 0;
+      Release();
+    }
   }
 
  private:
+  // Gives back the whole pages below the entry before the current one of each part (that
+  // entry may still be in use by the caller).
+  void Release() {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      if (pos_[k] == 0) continue;
+      const uintptr_t end = uintptr_t(parts_[k]->data() + pos_[k] - 1) & ~(page - 1);
+      if (end <= dropped_[k]) continue;
+      madvise(reinterpret_cast<void*>(dropped_[k]), end - dropped_[k], MADV_DONTNEED);
+      dropped_[k] = end;
+    }
+  }
+
   void Pick() {
     cur_ = nullptr;
     for (size_t k = 0; k < parts_.size(); ++k) {
@@ -643,23 +703,28 @@ class MergedCursor {
   std::vector<size_t> pos_, end_;
   const T* cur_ = nullptr;
   size_t which_ = 0;
+  const bool release_;
+  std::vector<uintptr_t> dropped_;  // per part: its pages below this address were given back
+  size_t since_release_ = 0;
 };
 
 // What matching the channels of one key range gives, in the order of one walk over them.
 struct RangeMatch {
-  size_t messages = 0;  // counted in the first walk; where they go in Trace::messages: below
-  size_t first = 0;
+  size_t messages = 0;       // counted in the first walk
+  std::vector<Message> out;  // written in the second, reserved exactly
   std::vector<Unmatched> unmatched_sends, unmatched_recvs, recv_only;
 };
 
 // The channels in [lo, hi) in ascending order: a channel's k-th send and k-th receive form a
 // message. emit false: only counts the messages (to reserve them exactly: they stay for the
-// trace's life); emit true: writes them at t.messages[r.first...] and the unmatched lists.
+// trace's life); emit true: writes them to r.out and the unmatched lists, giving back the
+// lists' pages as it goes.
 void WalkRange(Trace& t, const std::vector<const std::vector<PendingSend>*>& sends,
                const std::vector<const std::vector<PendingRecv>*>& recvs, const ChannelKey* lo,
                const ChannelKey* hi, bool emit, RangeMatch& r) {
-  MergedCursor<PendingSend, SendLessT> sc(sends, lo, hi, SendLess);
-  MergedCursor<PendingRecv, RecvLessT> rc(recvs, lo, hi, RecvLess);
+  MergedCursor<PendingSend, SendLessT> sc(sends, lo, hi, SendLess, emit);
+  MergedCursor<PendingRecv, RecvLessT> rc(recvs, lo, hi, RecvLess, emit);
+  if (emit) r.out.reserve(r.messages);
   size_t n = 0;
   while (sc.valid() || rc.valid()) {
     if (sc.valid() && (!rc.valid() || !(KeyOf(*rc) < KeyOf(*sc)))) {
@@ -667,7 +732,7 @@ void WalkRange(Trace& t, const std::vector<const std::vector<PendingSend>*>& sen
       for (; sc.valid() && KeyOf(*sc) == k; sc.Next()) {
         if (rc.valid() && KeyOf(*rc) == k) {
           const PendingSend& x = *sc;
-          const PendingRecv& rv = *rc;
+          const PendingRecv rv = *rc;
           rc.Next();
           if (rv.uncompleted != UINT32_MAX) {
             if (emit) {
@@ -683,7 +748,8 @@ void WalkRange(Trace& t, const std::vector<const std::vector<PendingSend>*>& sen
             ++n;
             continue;
           }
-          Message& m = t.messages[r.first + n++];
+          ++n;
+          Message& m = r.out.emplace_back();
           std::tie(m.comm, m.src, m.dst, m.tag) = k;
           m.send_loc = WhereLoc(x.where);
           m.send_event = WhereEvent(x.where);
@@ -785,13 +851,23 @@ void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
     });
   };
   walk(false);
-  size_t total = 0;
-  for (auto& r : ranges) r.first = total, total += r.messages;
-  t.messages.resize(total);
   walk(true);
   for (auto& p : parts) {
     std::vector<PendingSend>().swap(p.sends);
     std::vector<PendingRecv>().swap(p.recvs);
+  }
+  std::vector<PendingRecv>().swap(extra);
+  // The ranges' messages joined, each range's freed once copied.
+  if (ranges.size() == 1) {
+    t.messages.swap(ranges[0].out);
+  } else {
+    size_t total = 0;
+    for (const auto& r : ranges) total += r.out.size();
+    t.messages.reserve(total);
+    for (auto& r : ranges) {
+      t.messages.insert(t.messages.end(), r.out.begin(), r.out.end());
+      std::vector<Message>().swap(r.out);
+    }
   }
   for (auto& r : ranges) {
     t.unmatched_sends.insert(t.unmatched_sends.end(), r.unmatched_sends.begin(),
