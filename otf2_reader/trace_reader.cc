@@ -12,6 +12,7 @@
 
 #include <ctime>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -719,11 +720,9 @@ struct RangeMatch {
 // message. emit false: only counts the messages (to reserve them exactly: they stay for the
 // trace's life); emit true: writes them to r.out and the unmatched lists, giving back the
 // lists' pages as it goes.
-void WalkRange(Trace& t, const std::vector<const std::vector<PendingSend>*>& sends,
-               const std::vector<const std::vector<PendingRecv>*>& recvs, const ChannelKey* lo,
-               const ChannelKey* hi, bool emit, RangeMatch& r) {
-  MergedCursor<PendingSend, SendLessT> sc(sends, lo, hi, SendLess, emit);
-  MergedCursor<PendingRecv, RecvLessT> rc(recvs, lo, hi, RecvLess, emit);
+using SendCursor = MergedCursor<PendingSend, SendLessT>;
+using RecvCursor = MergedCursor<PendingRecv, RecvLessT>;
+void WalkRange(Trace& t, SendCursor& sc, RecvCursor& rc, bool emit, RangeMatch& r) {
   if (emit) r.out.reserve(r.messages);
   size_t n = 0;
   while (sc.valid() || rc.valid()) {
@@ -845,10 +844,17 @@ void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
     }
   std::vector<RangeMatch> ranges(cuts.size() + 1);
   auto walk = [&](bool emit) {
-    OnThreads(ranges.size(), [&](size_t k) {
-      WalkRange(t, sends, recvs, k > 0 ? &cuts[k - 1] : nullptr,
-                k < cuts.size() ? &cuts[k] : nullptr, emit, ranges[k]);
-    });
+    // Every range's cursors are made before any range is walked: their binary searches read
+    // the whole lists, whose walked pages an emitting walk gives back.
+    std::vector<std::unique_ptr<SendCursor>> sc;
+    std::vector<std::unique_ptr<RecvCursor>> rc;
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      const ChannelKey* lo = k > 0 ? &cuts[k - 1] : nullptr;
+      const ChannelKey* hi = k < cuts.size() ? &cuts[k] : nullptr;
+      sc.push_back(std::make_unique<SendCursor>(sends, lo, hi, SendLess, emit));
+      rc.push_back(std::make_unique<RecvCursor>(recvs, lo, hi, RecvLess, emit));
+    }
+    OnThreads(ranges.size(), [&](size_t k) { WalkRange(t, *sc[k], *rc[k], emit, ranges[k]); });
   };
   walk(false);
   walk(true);
