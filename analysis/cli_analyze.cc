@@ -81,6 +81,8 @@ int AnalyzeVerb(int argc, char** argv) {
     // Two passes: the first keeps what matching needs, the second streams each rank's events
     // (BuildTimelines), so memory grows with messages and calls, not with every event.
     ro.keep_events = false;
+    // Only Opal's responses read the messages in send order.
+    ro.sort_messages = opal;
     invmw::otf2::Trace trace = invmw::otf2::ReadTrace(anchor, ro);
     // invmw's traces hold no MPI_Init/MPI_Finalize records: the windows come from raw/.
     options.rank_windows = RankWindowsFromRun(dir.string(), trace);

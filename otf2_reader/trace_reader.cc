@@ -7,13 +7,17 @@
 #endif
 
 #include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <ctime>
-#include <deque>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "otf2_writer/otf2_open.h"
 
@@ -84,6 +88,50 @@ struct PendingRecv {
   uint32_t uncompleted = UINT32_MAX;  // index into Trace::uncompleted_recvs, else a completed one
 };
 static_assert(sizeof(PendingRecv) == 56, "PendingRecv is held per receive of the trace");
+// A list grown in chunks of 2^16 records (2.5-3.5 MiB): no doubling slack nor copy as it
+// grows, and given back chunk by chunk when taken. std::deque's 512-byte blocks of the sends
+// and of the receives lay interleaved in the heap, so emptying one list left no whole page to
+// give back, and moving the lists into vectors to sort them held them twice (1.87 GiB peak at
+// 10^8 events with 1 thread).
+template <typename T>
+class ChunkedList {
+ public:
+  void push_back(const T& x) {
+    if (chunks_.empty() || chunks_.back().size() == kChunk) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(kChunk);
+    }
+    chunks_.back().push_back(x);
+    ++size_;
+  }
+  size_t size() const { return size_; }
+  // Every record in one vector; the chunks are freed (and their pages given back) as they are
+  // copied, so the list is held about once.
+  std::vector<T> Take() {
+    std::vector<T> v;
+    v.reserve(size_);
+    for (size_t k = 0; k < chunks_.size(); ++k) {
+      v.insert(v.end(), chunks_[k].begin(), chunks_[k].end());
+      std::vector<T>().swap(chunks_[k]);
+#ifdef __GLIBC__
+      // Chunks that came from the heap are resident until trimmed.
+      if (k % 32 == 31) malloc_trim(0);
+#endif
+    }
+    std::vector<std::vector<T>>().swap(chunks_);
+    size_ = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    return v;
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t(1) << 16;
+  std::vector<std::vector<T>> chunks_;
+  size_t size_ = 0;
+};
+
 // A nonblocking receive posted with invmw's attributes, until its completion or cancellation.
 struct PostedRecv {
   UncompletedRecv u;
@@ -111,9 +159,8 @@ struct State {
   OTF2_AttributeRef attr_cut_off = OTF2_UNDEFINED_ATTRIBUTE;
   OTF2_AttributeRef attr_callsite = OTF2_UNDEFINED_ATTRIBUTE;
   std::unordered_map<uint32_t, std::pair<std::string, uint32_t>> scls;  // file, line
-  // Deques: no doubling slack nor copy when they grow, and freed block by block as matched.
-  std::deque<PendingSend> sends;
-  std::deque<PendingRecv> recvs;
+  ChunkedList<PendingSend> sends;
+  ChunkedList<PendingRecv> recvs;
   std::vector<PostedRecv> posted_more;  // the other reader threads' open receives
   size_t seq = 0;
   std::string error;
@@ -121,6 +168,7 @@ struct State {
   // the location's next event arrives or reading ends; `match` false skips the matching lists.
   bool keep_events = true;
   bool match = true;
+  bool sort_messages = true;  // ReadOptions::sort_messages
   const std::function<void(size_t, const TraceEvent&)>* sink = nullptr;
   std::vector<TraceEvent> current;
   std::vector<char> pending;
@@ -560,38 +608,200 @@ struct RecvLessT {
 constexpr SendLessT SendLess{};
 constexpr RecvLessT RecvLess{};
 
+// The part's list sorted, as a vector. std::sort through deque iterators (the lists' earlier
+// form) took 3 to 4 times as long (their arithmetic at every step): 2.3 s of CPU per list of
+// 10^7 records, a fifth of a 10^8-event first pass.
+template <typename T, typename Less>
+std::vector<T> SortedList(ChunkedList<T>& l, Less less) {
+  std::vector<T> v = l.Take();
+  std::sort(v.begin(), v.end(), less);
+  return v;
+}
+
+// A reader thread's matching lists, sorted (SortMatchLists).
+struct SortedLists {
+  std::vector<PendingSend> sends;
+  std::vector<PendingRecv> recvs;
+};
+
 // On each reader thread, once its part is read: the sorting is most of the matching's time,
 // and this way it is spread over the threads.
-void SortMatchLists(State& s) {
-  std::sort(s.sends.begin(), s.sends.end(), SendLess);
-  std::sort(s.recvs.begin(), s.recvs.end(), RecvLess);
+SortedLists SortMatchLists(State& s) {
+  SortedLists out;
+  out.sends = SortedList(s.sends, SendLess);
+  out.recvs = SortedList(s.recvs, RecvLess);
+  return out;
 }
 
-// The parts' sorted lists merged into `out`, each part's list freed block by block as it is
-// taken (no second copy of the lists).
+using ChannelKey = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;  // comm, src, dst, tag
+template <typename T>
+ChannelKey KeyOf(const T& x) {
+  return ChannelKey{x.comm, x.src, x.dst, x.tag};
+}
+
+// The sorted lists of all parts seen as one sorted list (a k-way merge: `less` is a total
+// order, so this is the order one sort of all of them gives), over the channels in [lo, hi).
+// release: the pages of the entries walked are given back to the system as it goes (their
+// contents are never read again; only pages wholly inside the range's part of a list, so
+// another range walking its own part on another thread is not touched): the lists shrink as
+// the messages are written, instead of both being held at once.
 template <typename T, typename Less>
-void MergeMatchLists(std::vector<std::deque<T>*> parts, std::deque<T>& out, Less less) {
-  parts.erase(std::remove_if(parts.begin(), parts.end(), [](auto* d) { return d->empty(); }),
-              parts.end());
-  if (parts.size() == 1 && out.empty()) {
-    out.swap(*parts[0]);
-    return;
+class MergedCursor {
+ public:
+  MergedCursor(const std::vector<const std::vector<T>*>& parts, const ChannelKey* lo,
+               const ChannelKey* hi, Less less, bool release)
+      : parts_(parts), less_(less), release_(release) {
+    auto bound = [](const std::vector<T>& v, const ChannelKey* k, size_t dflt) {
+      if (!k) return dflt;
+      return size_t(std::lower_bound(v.begin(), v.end(), *k,
+                                     [](const T& x, const ChannelKey& y) { return KeyOf(x) < y; }) -
+                    v.begin());
+    };
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (const auto* v : parts_) {
+      pos_.push_back(bound(*v, lo, 0));
+      end_.push_back(bound(*v, hi, v->size()));
+      // The first whole page of the range's part.
+      dropped_.push_back((uintptr_t(v->data() + pos_.back()) + page - 1) & ~(page - 1));
+    }
+    Pick();
   }
-  while (!parts.empty()) {
-    size_t best = 0;
-    for (size_t k = 1; k < parts.size(); ++k)
-      if (less(parts[k]->front(), parts[best]->front())) best = k;
-    out.push_back(parts[best]->front());
-    parts[best]->pop_front();
-    if (parts[best]->empty()) {
-      std::deque<T>().swap(*parts[best]);
-      parts.erase(parts.begin() + std::ptrdiff_t(best));
+  bool valid() const { return cur_ != nullptr; }
+  const T& operator*() const { return *cur_; }
+  void Next() {
+    ++pos_[which_];
+    Pick();
+    if (release_ && ++since_release_ >= 65536) {
+      since_release_ = 0;
+      Release();
     }
   }
+
+ private:
+  // Gives back the whole pages below the entry before the current one of each part (that
+  // entry may still be in use by the caller).
+  void Release() {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      if (pos_[k] == 0) continue;
+      const uintptr_t end = uintptr_t(parts_[k]->data() + pos_[k] - 1) & ~(page - 1);
+      if (end <= dropped_[k]) continue;
+      madvise(reinterpret_cast<void*>(dropped_[k]), end - dropped_[k], MADV_DONTNEED);
+      dropped_[k] = end;
+    }
+  }
+
+  void Pick() {
+    cur_ = nullptr;
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      if (pos_[k] >= end_[k]) continue;
+      const T& x = (*parts_[k])[pos_[k]];
+      if (!cur_ || less_(x, *cur_)) cur_ = &x, which_ = k;
+    }
+  }
+  const std::vector<const std::vector<T>*>& parts_;
+  Less less_;
+  std::vector<size_t> pos_, end_;
+  const T* cur_ = nullptr;
+  size_t which_ = 0;
+  const bool release_;
+  std::vector<uintptr_t> dropped_;  // per part: its pages below this address were given back
+  size_t since_release_ = 0;
+};
+
+// What matching the channels of one key range gives, in the order of one walk over them.
+struct RangeMatch {
+  size_t messages = 0;       // counted in the first walk
+  std::vector<Message> out;  // written in the second, reserved exactly
+  std::vector<Unmatched> unmatched_sends, unmatched_recvs, recv_only;
+};
+
+// The channels in [lo, hi) in ascending order: a channel's k-th send and k-th receive form a
+// message. emit false: only counts the messages (to reserve them exactly: they stay for the
+// trace's life); emit true: writes them to r.out and the unmatched lists, giving back the
+// lists' pages as it goes.
+using SendCursor = MergedCursor<PendingSend, SendLessT>;
+using RecvCursor = MergedCursor<PendingRecv, RecvLessT>;
+void WalkRange(Trace& t, SendCursor& sc, RecvCursor& rc, bool emit, RangeMatch& r) {
+  if (emit) r.out.reserve(r.messages);
+  size_t n = 0;
+  while (sc.valid() || rc.valid()) {
+    if (sc.valid() && (!rc.valid() || !(KeyOf(*rc) < KeyOf(*sc)))) {
+      const ChannelKey k = KeyOf(*sc);
+      for (; sc.valid() && KeyOf(*sc) == k; sc.Next()) {
+        if (rc.valid() && KeyOf(*rc) == k) {
+          const PendingSend& x = *sc;
+          const PendingRecv rv = *rc;
+          rc.Next();
+          if (rv.uncompleted != UINT32_MAX) {
+            if (emit) {
+              UncompletedRecv& u = t.uncompleted_recvs[rv.uncompleted];
+              u.matched = true;
+              u.send_loc = WhereLoc(x.where);
+              u.send_event = WhereEvent(x.where);
+              u.bytes = x.bytes;
+            }
+            continue;
+          }
+          if (!emit) {
+            ++n;
+            continue;
+          }
+          ++n;
+          Message& m = r.out.emplace_back();
+          std::tie(m.comm, m.src, m.dst, m.tag) = k;
+          m.send_loc = WhereLoc(x.where);
+          m.send_event = WhereEvent(x.where);
+          m.recv_loc = WhereLoc(rv.where);
+          m.recv_event = WhereEvent(rv.where);
+          m.bytes = x.bytes;
+          m.recv_bytes = rv.bytes;
+          m.send_time = x.time;
+          m.recv_post_time = rv.post;
+          m.recv_time = rv.time;
+        } else if (emit) {
+          r.unmatched_sends.push_back({WhereLoc((*sc).where), WhereEvent((*sc).where)});
+        }
+      }
+      // A receive still open at the end that no message reached is no error.
+      for (; rc.valid() && KeyOf(*rc) == k; rc.Next())
+        if (emit && (*rc).uncompleted == UINT32_MAX)
+          r.unmatched_recvs.push_back({WhereLoc((*rc).where), WhereEvent((*rc).where)});
+    } else {
+      const ChannelKey k = KeyOf(*rc);
+      for (; rc.valid() && KeyOf(*rc) == k; rc.Next())
+        if (emit && (*rc).uncompleted == UINT32_MAX)
+          r.recv_only.push_back({WhereLoc((*rc).where), WhereEvent((*rc).where)});
+    }
+  }
+  if (!emit) r.messages = n;
 }
 
-void MatchMessages(State& s) {
-  using Key = std::tuple<uint32_t, int32_t, int32_t, uint32_t>;
+// fn(k) for k in [0, n) on n threads (the calling one included); the first error rethrown.
+template <typename Fn>
+void OnThreads(size_t n, Fn fn) {
+  std::vector<std::exception_ptr> errors(n);
+  auto run = [&](size_t k) {
+    try {
+      fn(k);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < n; ++k) pool.emplace_back(run, k);
+  if (n > 0) run(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Matches the reader threads' sorted lists (`parts`) and the receives posted and never
+// completed (s.posted, s.posted_more) into t.messages, t.unmatched_sends/recvs and
+// t.uncompleted_recvs: as one walk over all of them merged would, but without merging them (no
+// copy of the lists) and on `threads` threads, each over a range of channels (the channels
+// are independent; the ranges' results are joined in channel order).
+void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
   Trace& t = *s.t;
   // Receives posted and never completed take their place in the posting order.
   std::vector<const PostedRecv*> open;
@@ -612,100 +822,76 @@ void MatchMessages(State& s) {
     r.uncompleted = uint32_t(t.uncompleted_recvs.size() - 1);
     extra.push_back(r);
   }
-  // Sorted in place by channel, then in MPI's order (sends by start, receives by post; ties by
-  // location and event, not by the order in which a reader thread met them, so that the result
-  // does not depend on how locations were split over threads), then walked channel by channel
-  // in ascending order: the messages and unmatched lists come out as matching per channel in a
-  // map did, without a second copy of the lists.
-  // The reader threads sorted their own lists and ReadTrace merged them (SortMatchLists,
-  // MergeMatchLists); only the receives still open at the end are merged in here.
-  auto& sl = s.sends;
-  auto& rl = s.recvs;
-  if (!extra.empty()) {
-    std::sort(extra.begin(), extra.end(), RecvLess);
-    std::deque<PendingRecv> merged;
-    size_t x = 0;
-    for (; !rl.empty(); rl.pop_front()) {
-      for (; x < extra.size() && RecvLess(extra[x], rl.front()); ++x) merged.push_back(extra[x]);
-      merged.push_back(rl.front());
-    }
-    for (; x < extra.size(); ++x) merged.push_back(extra[x]);
-    rl.swap(merged);
-    std::vector<PendingRecv>().swap(extra);
+  std::sort(extra.begin(), extra.end(), RecvLess);
+  std::vector<const std::vector<PendingSend>*> sends;
+  std::vector<const std::vector<PendingRecv>*> recvs;
+  for (const auto& p : parts) {
+    sends.push_back(&p.sends);
+    recvs.push_back(&p.recvs);
   }
-  auto key = [](const auto& x) { return Key{x.comm, x.src, x.dst, x.tag}; };
-  // emit false: only counts the messages (to reserve them exactly: they stay for the trace's
-  // life); emit true: writes them and frees the matched records as it goes.
-  std::vector<Unmatched> recv_only;  // unmatched receives of channels without sends: last
-  auto walk = [&](bool emit) {
-    size_t n = 0, i = 0, j = 0;
-    auto release = [&] {
-      if (!emit || i + j < 8192) return;
-      sl.erase(sl.begin(), sl.begin() + std::ptrdiff_t(i));
-      rl.erase(rl.begin(), rl.begin() + std::ptrdiff_t(j));
-      i = j = 0;
-    };
-    while (i < sl.size() || j < rl.size()) {
-      if (i < sl.size() && (j >= rl.size() || !(key(rl[j]) < key(sl[i])))) {
-        const Key k = key(sl[i]);
-        for (; i < sl.size() && key(sl[i]) == k; ++i) {
-          if (j < rl.size() && key(rl[j]) == k) {
-            const PendingSend& x = sl[i];
-            const PendingRecv& r = rl[j++];
-            if (r.uncompleted != UINT32_MAX) {
-              if (emit) {
-                UncompletedRecv& u = t.uncompleted_recvs[r.uncompleted];
-                u.matched = true;
-                u.send_loc = WhereLoc(x.where);
-                u.send_event = WhereEvent(x.where);
-                u.bytes = x.bytes;
-              }
-              continue;
-            }
-            ++n;
-            if (!emit) continue;
-            Message m;
-            std::tie(m.comm, m.src, m.dst, m.tag) = k;
-            m.send_loc = WhereLoc(x.where);
-            m.send_event = WhereEvent(x.where);
-            m.recv_loc = WhereLoc(r.where);
-            m.recv_event = WhereEvent(r.where);
-            m.bytes = x.bytes;
-            m.recv_bytes = r.bytes;
-            m.send_time = x.time;
-            m.recv_post_time = r.post;
-            m.recv_time = r.time;
-            t.messages.push_back(m);
-          } else if (emit) {
-            t.unmatched_sends.push_back({WhereLoc(sl[i].where), WhereEvent(sl[i].where)});
-          }
-        }
-        // A receive still open at the end that no message reached is no error.
-        for (; j < rl.size() && key(rl[j]) == k; ++j)
-          if (emit && rl[j].uncompleted == UINT32_MAX)
-            t.unmatched_recvs.push_back({WhereLoc(rl[j].where), WhereEvent(rl[j].where)});
-      } else {
-        const Key k = key(rl[j]);
-        for (; j < rl.size() && key(rl[j]) == k; ++j)
-          if (emit && rl[j].uncompleted == UINT32_MAX)
-            recv_only.push_back({WhereLoc(rl[j].where), WhereEvent(rl[j].where)});
-      }
-      release();
+  recvs.push_back(&extra);
+  // The ranges: cut at channels found at equal steps through the largest list (each channel
+  // wholly in one range).
+  const std::vector<PendingSend>* largest = nullptr;
+  for (const auto* v : sends)
+    if (!largest || v->size() > largest->size()) largest = v;
+  std::vector<ChannelKey> cuts;
+  const size_t nranges = size_t(std::max(1, threads));
+  if (largest && largest->size() >= nranges)
+    for (size_t j = 1; j < nranges; ++j) {
+      const ChannelKey k = KeyOf((*largest)[largest->size() * j / nranges]);
+      if (cuts.empty() || cuts.back() < k) cuts.push_back(k);
     }
-    return n;
+  std::vector<RangeMatch> ranges(cuts.size() + 1);
+  auto walk = [&](bool emit) {
+    // Every range's cursors are made before any range is walked: their binary searches read
+    // the whole lists, whose walked pages an emitting walk gives back.
+    std::vector<std::unique_ptr<SendCursor>> sc;
+    std::vector<std::unique_ptr<RecvCursor>> rc;
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      const ChannelKey* lo = k > 0 ? &cuts[k - 1] : nullptr;
+      const ChannelKey* hi = k < cuts.size() ? &cuts[k] : nullptr;
+      sc.push_back(std::make_unique<SendCursor>(sends, lo, hi, SendLess, emit));
+      rc.push_back(std::make_unique<RecvCursor>(recvs, lo, hi, RecvLess, emit));
+    }
+    OnThreads(ranges.size(), [&](size_t k) { WalkRange(t, *sc[k], *rc[k], emit, ranges[k]); });
   };
-  t.messages.reserve(walk(false));
+  walk(false);
   walk(true);
-  std::deque<PendingSend>().swap(sl);
-  std::deque<PendingRecv>().swap(rl);
+  for (auto& p : parts) {
+    std::vector<PendingSend>().swap(p.sends);
+    std::vector<PendingRecv>().swap(p.recvs);
+  }
+  std::vector<PendingRecv>().swap(extra);
+  // The ranges' messages joined, each range's freed once copied.
+  if (ranges.size() == 1) {
+    t.messages.swap(ranges[0].out);
+  } else {
+    size_t total = 0;
+    for (const auto& r : ranges) total += r.out.size();
+    t.messages.reserve(total);
+    for (auto& r : ranges) {
+      t.messages.insert(t.messages.end(), r.out.begin(), r.out.end());
+      std::vector<Message>().swap(r.out);
+    }
+  }
+  for (auto& r : ranges) {
+    t.unmatched_sends.insert(t.unmatched_sends.end(), r.unmatched_sends.begin(),
+                             r.unmatched_sends.end());
+    t.unmatched_recvs.insert(t.unmatched_recvs.end(), r.unmatched_recvs.begin(),
+                             r.unmatched_recvs.end());
+  }
+  // Unmatched receives of channels without sends: last.
+  for (auto& r : ranges)
+    t.unmatched_recvs.insert(t.unmatched_recvs.end(), r.recv_only.begin(), r.recv_only.end());
 #ifdef __GLIBC__
   // The deques' blocks were small heap allocations: give their pages back, or the analysis's
   // large vectors (mapped apart from the heap) come on top of them.
   malloc_trim(0);
 #endif
-  t.unmatched_recvs.insert(t.unmatched_recvs.end(), recv_only.begin(), recv_only.end());
-  std::sort(t.messages.begin(), t.messages.end(),
-            [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
+  if (s.sort_messages)
+    std::sort(t.messages.begin(), t.messages.end(),
+              [](const Message& a, const Message& b) { return a.send_time < b.send_time; });
 }
 
 // The archive's properties (INVMW::PARTIAL, ...).
@@ -972,6 +1158,7 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
   }
   AssignRanks(&s);
   s.keep_events = options.keep_events;
+  s.sort_messages = options.sort_messages;
   t.events_streamed = !options.keep_events;
   const int parts =
       std::max(1, std::min(options.threads, int(std::max<size_t>(1, t.locations_of_rank.size()))));
@@ -979,6 +1166,7 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
   std::vector<State> states(static_cast<size_t>(parts), s);
   std::vector<std::string> errors(static_cast<size_t>(parts));
   std::vector<double> cpu(static_cast<size_t>(parts), 0.0);
+  std::vector<SortedLists> sorted(static_cast<size_t>(parts));
   auto run = [&](size_t k) {
     auto thread_cpu = [] {
       timespec ts{};
@@ -988,7 +1176,7 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
     const double c0 = thread_cpu();
     try {
       ReadPart(path, masks[k], &states[k]);
-      SortMatchLists(states[k]);
+      sorted[k] = SortMatchLists(states[k]);
     } catch (const std::exception& e) {
       errors[k] = e.what();
     }
@@ -1009,33 +1197,8 @@ Trace ReadTrace(const std::string& path, const ReadOptions& options) {
         if (st.entered[li][r]) t.locations[li].regions_entered.push_back(uint32_t(r));
     for (auto& [key, p] : st.posted) s.posted_more.push_back(p);
   }
-  // Each part's lists are sorted: merged, sends and receives at the same time.
-  {
-    std::vector<std::deque<PendingSend>*> send_parts;
-    std::vector<std::deque<PendingRecv>*> recv_parts;
-    for (auto& st : states) {
-      send_parts.push_back(&st.sends);
-      recv_parts.push_back(&st.recvs);
-    }
-    auto merge_recvs = [&] { MergeMatchLists(recv_parts, s.recvs, RecvLess); };
-    if (parts > 1) {
-      std::exception_ptr error;
-      std::thread th([&] {
-        try {
-          merge_recvs();
-        } catch (...) {
-          error = std::current_exception();
-        }
-      });
-      MergeMatchLists(send_parts, s.sends, SendLess);
-      th.join();
-      if (error) std::rethrow_exception(error);
-    } else {
-      MergeMatchLists(send_parts, s.sends, SendLess);
-      merge_recvs();
-    }
-  }
-  MatchMessages(s);
+  // Each part's lists are sorted: matched without merging them, on the reader threads' count.
+  MatchMessages(s, sorted, parts);
   return t;
 }
 

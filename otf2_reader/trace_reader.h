@@ -193,6 +193,11 @@ struct ReadOptions {
   // false: the events are read for matching and counting but not kept (the first pass of a
   // streaming analysis: memory grows with the messages, not with the events).
   bool keep_events = true;
+  // false: Trace::messages are left in matching order (by communicator, source, destination,
+  // tag, then send) instead of sorted by send time, for a reader that does not need the order
+  // (`invmw analyze` without --opal: BuildTimelines takes each location's by event index). The
+  // serial sort of 10^7 messages took 1.3 s of CPU.
+  bool sort_messages = true;
 };
 Trace ReadTrace(const std::string& anchor_path, const ReadOptions& options = {});
 

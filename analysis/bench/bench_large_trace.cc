@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     std::vector<double> reader_cpu;
     ro.thread_cpu_s = &reader_cpu;
     ro.keep_events = !stream;
+    ro.sort_messages = !stream;  // as `invmw analyze` without --opal
     invmw::otf2::Trace trace = invmw::otf2::ReadTrace(argv[1], ro);
     const double read_s = secs(t0);
     const double read_cpu = CpuSeconds() - c0;
