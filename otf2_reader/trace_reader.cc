@@ -713,6 +713,9 @@ class MergedCursor {
 struct RangeMatch {
   size_t messages = 0;       // counted in the first walk
   std::vector<Message> out;  // written in the second, reserved exactly
+  // Where the second walk writes instead of `out` (set for the first range: the trace's list,
+  // reserved for all ranges, so that only the others' messages are copied into it).
+  std::vector<Message>* dest = nullptr;
   std::vector<Unmatched> unmatched_sends, unmatched_recvs, recv_only;
 };
 
@@ -723,7 +726,8 @@ struct RangeMatch {
 using SendCursor = MergedCursor<PendingSend, SendLessT>;
 using RecvCursor = MergedCursor<PendingRecv, RecvLessT>;
 void WalkRange(Trace& t, SendCursor& sc, RecvCursor& rc, bool emit, RangeMatch& r) {
-  if (emit) r.out.reserve(r.messages);
+  std::vector<Message>& out = r.dest ? *r.dest : r.out;
+  if (emit && !r.dest) r.out.reserve(r.messages);
   size_t n = 0;
   while (sc.valid() || rc.valid()) {
     if (sc.valid() && (!rc.valid() || !(KeyOf(*rc) < KeyOf(*sc)))) {
@@ -748,7 +752,7 @@ void WalkRange(Trace& t, SendCursor& sc, RecvCursor& rc, bool emit, RangeMatch& 
             continue;
           }
           ++n;
-          Message& m = r.out.emplace_back();
+          Message& m = out.emplace_back();
           std::tie(m.comm, m.src, m.dst, m.tag) = k;
           m.send_loc = WhereLoc(x.where);
           m.send_event = WhereEvent(x.where);
@@ -857,23 +861,20 @@ void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
     OnThreads(ranges.size(), [&](size_t k) { WalkRange(t, *sc[k], *rc[k], emit, ranges[k]); });
   };
   walk(false);
+  size_t total = 0;
+  for (const auto& r : ranges) total += r.messages;
+  t.messages.reserve(t.messages.size() + total);
+  ranges[0].dest = &t.messages;
   walk(true);
   for (auto& p : parts) {
     std::vector<PendingSend>().swap(p.sends);
     std::vector<PendingRecv>().swap(p.recvs);
   }
   std::vector<PendingRecv>().swap(extra);
-  // The ranges' messages joined, each range's freed once copied.
-  if (ranges.size() == 1) {
-    t.messages.swap(ranges[0].out);
-  } else {
-    size_t total = 0;
-    for (const auto& r : ranges) total += r.out.size();
-    t.messages.reserve(total);
-    for (auto& r : ranges) {
-      t.messages.insert(t.messages.end(), r.out.begin(), r.out.end());
-      std::vector<Message>().swap(r.out);
-    }
+  // The other ranges' messages joined after the first's, each range's freed once copied.
+  for (size_t k = 1; k < ranges.size(); ++k) {
+    t.messages.insert(t.messages.end(), ranges[k].out.begin(), ranges[k].out.end());
+    std::vector<Message>().swap(ranges[k].out);
   }
   for (auto& r : ranges) {
     t.unmatched_sends.insert(t.unmatched_sends.end(), r.unmatched_sends.begin(),
