@@ -799,6 +799,33 @@ void ParallelFor(size_t n, int threads, Fn fn) {
     if (e) std::rethrow_exception(e);
 }
 
+// std::stable_sort's result for a list made of few ascending runs (a location's message ends
+// come channel by channel, each channel's in event order): the runs merged pairwise, each
+// merge stable, in O(n log runs) instead of O(n log n).
+template <typename T, typename Less>
+void StableSortRuns(std::vector<T>& v, Less less) {
+  using It = typename std::vector<T>::iterator;
+  std::vector<It> bounds{v.begin()};
+  for (It i = v.begin(); i != v.end();) {
+    i = std::is_sorted_until(i, v.end(), less);
+    bounds.push_back(i);
+    if (bounds.size() > 64 && bounds.size() > v.size() / 64) {  // not a few runs
+      std::stable_sort(v.begin(), v.end(), less);
+      return;
+    }
+  }
+  while (bounds.size() > 2) {  // bounds.size() - 1 runs
+    std::vector<It> next{bounds[0]};
+    size_t k = 0;
+    for (; k + 2 < bounds.size(); k += 2) {
+      std::inplace_merge(bounds[k], bounds[k + 1], bounds[k + 2], less);
+      next.push_back(bounds[k + 2]);
+    }
+    if (k + 1 < bounds.size()) next.push_back(bounds.back());
+    bounds.swap(next);
+  }
+}
+
 // A location's event count and first and last timestamps, from its events when in memory.
 uint64_t NumEvents(const invmw::otf2::TraceLocation& l) {
   return l.events.empty() ? l.event_count : l.events.size();
@@ -955,13 +982,8 @@ Timelines BuildTimelines(const Trace& t,
   // An event is the end of at most one message; the stable order keeps the first, as the
   // lookup by message index did. Each location's list apart, so on the threads.
   ParallelFor(partners.size(), threads, [&](size_t l) {
-    auto& v = partners[l];
-    if (!std::is_sorted(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
-          return a.event() < b.event();
-        }))
-      std::stable_sort(v.begin(), v.end(), [](const PartnerEnd& a, const PartnerEnd& b) {
-        return a.event() < b.event();
-      });
+    StableSortRuns(partners[l],
+                   [](const PartnerEnd& a, const PartnerEnd& b) { return a.event() < b.event(); });
   });
   if (options.release_messages) {
     std::vector<invmw::otf2::Message>().swap(*options.release_messages);
