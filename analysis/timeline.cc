@@ -514,19 +514,64 @@ void SortTotal(std::vector<T>& v, Less less, int threads) {
 
 // Collective instances: per communicator, the k-th collective a rank initiated is everyone's k-th.
 void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
-                      std::vector<Participation>& parts, std::map<int32_t, RankWork*>& work,
-                      Timelines& out, int threads) {
-  // std::sort with the list's order as the last key instead of std::stable_sort: the same
-  // order without stable_sort's buffer of a copy of the list.
-  if (parts.size() >= UINT32_MAX) throw std::runtime_error("more than 2^32 collective calls");
-  for (size_t i = 0; i < parts.size(); ++i) parts[i].seq = uint32_t(i);
-  auto by_rank_init = [](const Participation& a, const Participation& b) {
-    return std::tie(a.comm, a.rank, a.init, a.seq) < std::tie(b.comm, b.rank, b.init, b.seq);
+                      std::vector<std::vector<Participation>>& rank_parts,
+                      std::map<int32_t, RankWork*>& work, Timelines& out, int threads) {
+  // The participations in (communicator, rank, initiation, list order) order, as runs of one
+  // communicator and rank. Usually (one communicator, blocking calls) the ranks' own lists,
+  // in rank order, are that already: then they are the runs, neither joined nor sorted.
+  struct Run {
+    const Participation* next;
+    const Participation* end;
   };
-  // Usually sorted already (one communicator, blocking calls: ranks in order, each in call
-  // order); checking costs a tenth of sorting.
-  if (!std::is_sorted(parts.begin(), parts.end(), by_rank_init))
-    SortTotal(parts, by_rank_init, threads);
+  std::vector<Run> all_runs;
+  bool direct = true;
+  {
+    size_t nparts = 0;
+    for (const auto& rp : rank_parts) nparts += rp.size();
+    if (nparts >= UINT32_MAX) throw std::runtime_error("more than 2^32 collective calls");
+    bool have = false;
+    uint32_t comm = 0;
+    int32_t prev_rank = 0;
+    for (const auto& rp : rank_parts) {
+      if (rp.empty()) continue;
+      if (!have) comm = rp[0].comm;
+      if (have && rp[0].rank <= prev_rank) direct = false;
+      have = true;
+      prev_rank = rp[0].rank;
+      for (size_t k = 0; k < rp.size() && direct; ++k)
+        if (rp[k].comm != comm || rp[k].rank != rp[0].rank ||
+            (k > 0 && rp[k].init < rp[k - 1].init))
+          direct = false;
+      if (!direct) break;
+      all_runs.push_back({rp.data(), rp.data() + rp.size()});
+    }
+  }
+  std::vector<Participation> parts;
+  if (!direct) {
+    all_runs.clear();
+    size_t nparts = 0;
+    for (const auto& rp : rank_parts) nparts += rp.size();
+    parts.reserve(nparts);
+    for (auto& rp : rank_parts) {
+      parts.insert(parts.end(), rp.begin(), rp.end());
+      std::vector<Participation>().swap(rp);
+    }
+    // std::sort with the list's order as the last key instead of std::stable_sort: the same
+    // order without stable_sort's buffer of a copy of the list.
+    for (size_t i = 0; i < parts.size(); ++i) parts[i].seq = uint32_t(i);
+    auto by_rank_init = [](const Participation& a, const Participation& b) {
+      return std::tie(a.comm, a.rank, a.init, a.seq) < std::tie(b.comm, b.rank, b.init, b.seq);
+    };
+    if (!std::is_sorted(parts.begin(), parts.end(), by_rank_init))
+      SortTotal(parts, by_rank_init, threads);
+    for (size_t e = 0; e < parts.size();) {
+      size_t r = e + 1;
+      while (r < parts.size() && parts[r].comm == parts[e].comm && parts[r].rank == parts[e].rank)
+        ++r;
+      all_runs.push_back({parts.data() + e, parts.data() + r});
+      e = r;
+    }
+  }
   // By world rank, in an array: looked up once per participation (10^7 on a 10^8-event trace),
   // serially.
   std::vector<RankWork*> work_of;
@@ -538,27 +583,19 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
   // The k-th instance of a communicator is the k-th participation of each of its ranks: per
   // communicator, the ranks' runs are walked side by side (in rank order within an instance),
   // which visits the instances in the order a sort by (communicator, k, rank) would give
-  // without sorting the list (that sort was a tenth of the analysis's CPU at 10^8 events).
-  struct Run {
-    size_t next, end;
-  };
+  // without sorting all participations a second time.
   std::vector<Run> runs;
   std::vector<const Participation*> group;
-  for (size_t b = 0; b < parts.size();) {
+  for (size_t b = 0; b < all_runs.size();) {
+    const uint32_t comm = all_runs[b].next->comm;
     size_t e = b;
-    runs.clear();
-    while (e < parts.size() && parts[e].comm == parts[b].comm) {
-      size_t r = e + 1;
-      while (r < parts.size() && parts[r].comm == parts[b].comm && parts[r].rank == parts[e].rank)
-        ++r;
-      runs.push_back({e, r});
-      e = r;
-    }
+    while (e < all_runs.size() && all_runs[e].next->comm == comm) ++e;
+    runs.assign(all_runs.begin() + std::ptrdiff_t(b), all_runs.begin() + std::ptrdiff_t(e));
     while (!runs.empty()) {
       group.clear();
       size_t kept = 0;
       for (Run& run : runs) {
-        group.push_back(&parts[run.next]);
+        group.push_back(run.next);
         if (++run.next < run.end) runs[kept++] = run;
       }
       runs.resize(kept);
@@ -572,8 +609,7 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
         if (p->init > last) last = p->init, last_rank = p->rank;
         if (p->rank == root) root_arrival = p->init;
       }
-      if (auto c = comms.find(parts[b].comm);
-          c != comms.end() && group.size() < c->second.members.size())
+      if (auto c = comms.find(comm); c != comms.end() && group.size() < c->second.members.size())
         ++out.incomplete_collectives;
       for (const Participation* pp : group) {
         const Participation& p = *pp;
@@ -993,7 +1029,6 @@ Timelines BuildTimelines(const Trace& t,
   out.ranks.resize(main_loc.size());
   std::vector<RankWork> work(main_loc.size());
   std::map<int32_t, RankWork*> by_rank;
-  std::vector<Participation> parts;
   // Ranks are scanned on several threads only when the whole run is one phase: phases found
   // in user regions or MPI_Pcontrol calls are numbered in the order the scan meets them.
   // Each rank's collective participations go to its own list; joined in rank order they are
@@ -1034,7 +1069,10 @@ Timelines BuildTimelines(const Trace& t,
     // beyond it the list grows as vectors do.
     const size_t most = size_t(std::min<uint64_t>(NumEvents(t.locations[loc]) / 2, 1u << 24));
     const bool reserved = most * sizeof(Call) >= (size_t(32) << 20);
-    if (reserved) work[i].calls.reserve(most);
+    if (reserved) {
+      work[i].calls.reserve(most);
+      rank_parts[i].reserve(most);  // a collective takes two events at least
+    }
     scan.Begin(rank_window[i].first, rank_window[i].second);
     source(out.ranks[i].rank, [&](size_t l, const TraceEvent& e) {
       if (l == loc) scan.Feed(e);
@@ -1044,15 +1082,8 @@ Timelines BuildTimelines(const Trace& t,
     if (!reserved) work[i].calls.shrink_to_fit();
     std::vector<PartnerEnd>().swap(partners[loc]);
   });
-  size_t nparts = 0;
-  for (const auto& rp : rank_parts) nparts += rp.size();
-  parts.reserve(nparts);
-  for (auto& rp : rank_parts) {
-    parts.insert(parts.end(), rp.begin(), rp.end());
-    std::vector<Participation>().swap(rp);
-  }
-  MatchCollectives(t.comms, parts, by_rank, out, threads);
-  std::vector<Participation>().swap(parts);
+  MatchCollectives(t.comms, rank_parts, by_rank, out, threads);
+  std::vector<std::vector<Participation>>().swap(rank_parts);
   int32_t max_rank = 0;
   for (const auto& r : out.ranks) max_rank = std::max(max_rank, r.rank);
   out.wait_caused.assign(size_t(max_rank) + 1, 0.0);
