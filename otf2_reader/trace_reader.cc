@@ -781,6 +781,22 @@ void WalkRange(Trace& t, SendCursor& sc, RecvCursor& rc, bool emit, RangeMatch& 
   if (!emit) r.messages = n;
 }
 
+// The pages of v's reserved capacity where `count` messages from index `first` on will be
+// copied, faulted in now (on the thread that calls it: a range's walk thread, in parallel with
+// the others) rather than one by one by the serial copy after the walks. Only a hint: the
+// storage is not touched by the program, and an error (an older kernel) changes nothing.
+void PrefaultTail(const std::vector<Message>& v, size_t first, size_t count) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  if (count == 0 || first + count > v.capacity()) return;
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(v.data() + first) + page - 1) / page * page;
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(v.data() + first + count) / page * page;
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+#else
+  (void)v, (void)first, (void)count;
+#endif
+}
+
 // fn(k) for k in [0, n) on n threads (the calling one included); the first error rethrown.
 template <typename Fn>
 void OnThreads(size_t n, Fn fn) {
@@ -847,6 +863,7 @@ void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
       if (cuts.empty() || cuts.back() < k) cuts.push_back(k);
     }
   std::vector<RangeMatch> ranges(cuts.size() + 1);
+  std::vector<size_t> before(ranges.size(), t.messages.size());  // messages of earlier ranges
   auto walk = [&](bool emit) {
     // Every range's cursors are made before any range is walked: their binary searches read
     // the whole lists, whose walked pages an emitting walk gives back.
@@ -858,13 +875,17 @@ void MatchMessages(State& s, std::vector<SortedLists>& parts, int threads) {
       sc.push_back(std::make_unique<SendCursor>(sends, lo, hi, SendLess, emit));
       rc.push_back(std::make_unique<RecvCursor>(recvs, lo, hi, RecvLess, emit));
     }
-    OnThreads(ranges.size(), [&](size_t k) { WalkRange(t, *sc[k], *rc[k], emit, ranges[k]); });
+    OnThreads(ranges.size(), [&](size_t k) {
+      WalkRange(t, *sc[k], *rc[k], emit, ranges[k]);
+      if (emit && k > 0) PrefaultTail(t.messages, before[k], ranges[k].messages);
+    });
   };
   walk(false);
   size_t total = 0;
   for (const auto& r : ranges) total += r.messages;
   t.messages.reserve(t.messages.size() + total);
   ranges[0].dest = &t.messages;
+  for (size_t k = 1; k < ranges.size(); ++k) before[k] = before[k - 1] + ranges[k - 1].messages;
   walk(true);
   for (auto& p : parts) {
     std::vector<PendingSend>().swap(p.sends);
