@@ -591,6 +591,8 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
     size_t e = b;
     while (e < all_runs.size() && all_runs[e].next->comm == comm) ++e;
     runs.assign(all_runs.begin() + std::ptrdiff_t(b), all_runs.begin() + std::ptrdiff_t(e));
+    const auto c = comms.find(comm);
+    const size_t members = c == comms.end() ? SIZE_MAX : c->second.members.size();
     while (!runs.empty()) {
       group.clear();
       size_t kept = 0;
@@ -609,8 +611,7 @@ void MatchCollectives(const std::map<uint32_t, invmw::otf2::TraceComm>& comms,
         if (p->init > last) last = p->init, last_rank = p->rank;
         if (p->rank == root) root_arrival = p->init;
       }
-      if (auto c = comms.find(comm); c != comms.end() && group.size() < c->second.members.size())
-        ++out.incomplete_collectives;
+      if (members != SIZE_MAX && group.size() < members) ++out.incomplete_collectives;
       for (const Participation* pp : group) {
         const Participation& p = *pp;
         double until = -1;
