@@ -88,6 +88,34 @@ TEST(Analysis, BarrierAfterUnequalWorkSplitsWaitAndOperation) {
   EXPECT_EQ(a.collective_instances, 1u);
 }
 
+// Collective instances on two communicators, one rank's participations not in communicator
+// order: the path that joins and sorts the participations (one communicator in rank and time
+// order is walked without them), with an instance's members counted per communicator.
+TEST(Analysis, CollectivesOnTwoCommunicatorsMatchPerCommunicator) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.Init(r, 0);
+  b.Barrier(0, 0.1, 0.4002).Barrier(0, 0.5, 0.8002);  // first on {0, 1}, then on the world
+  b.Barrier(1, 0.3, 0.4002).Barrier(1, 0.6, 0.8002);
+  b.Barrier(2, 0.8, 0.8002);
+  for (int r = 0; r < 3; ++r) b.Finalize(r, 0.9);
+  invmw::otf2::Trace t = b.Build();
+  t.comms[1].name = "pair";
+  t.comms[1].members = {0, 1};
+  for (int r = 0; r < 2; ++r)
+    for (auto& e : t.locations[size_t(r)].events)
+      if (e.type == invmw::otf2::TraceEvent::kMpiCollectiveEnd) {
+        e.comm = 1;  // the rank's first collective
+        break;
+      }
+  const Analysis a = Analyze(std::move(t));
+  ExpectTiled(a);
+  EXPECT_EQ(a.collective_instances, 2u);
+  EXPECT_EQ(a.incomplete_collectives, 0u);
+  EXPECT_NEAR(a.ranks[0].total[kSyncWait], 0.2 + 0.3, kEps);
+  EXPECT_NEAR(a.ranks[1].total[kSyncWait], 0.2, kEps);
+  EXPECT_NEAR(a.ranks[2].total[kSyncWait], 0.0, kEps);
+}
+
 TEST(Analysis, RootedCollectivesWaitOnlyWhereTheSemanticsDemand) {
   TraceBuilder b(3);
   for (int r = 0; r < 3; ++r) b.Init(r, 0);
