@@ -9,6 +9,7 @@
 #include "analysis/analysis.h"
 #include "cli/args.h"
 #include "cli/verb.h"
+#include "common/file_io.h"
 
 namespace invmw::analysis {
 namespace {
@@ -106,16 +107,9 @@ int AnalyzeVerb(int argc, char** argv) {
       opal_text = buf;
       for (const auto& n : o.notes) opal_text += "  note: " + n + "\n";
     }
-    std::ofstream out(json_path);
-    if (!out) {
-      Fail(json_path + ": cannot write");
-      return 1;
-    }
-    out << j.dump(1) << "\n";
-    if (!out.flush()) {
-      Fail(json_path + ": write failed");
-      return 1;
-    }
+    // A reader (the experiment runner, a script) sees the previous analysis.json or the whole
+    // new one; throws with the path and the reason.
+    WriteFileAtomic(json_path, j.dump(1) + "\n");
     if (!quiet) {
       std::fputs(FormatText(a).c_str(), stdout);
       std::fputs(opal_text.c_str(), stdout);

@@ -1,22 +1,12 @@
-// Writing the fitter's output files (platform tables, fit and validation results, plot data).
-//
-// Why one helper: a table that a crash, a full disk or an interrupt leaves half written would be
-// read later as a valid table with parameters missing. Every file the fitter writes goes to a
-// temporary name in the same directory, is checked on every write, fsync and close, and is then
-// renamed over the target, so readers see the old file or the whole new one.
+// The fitter's output files (platform tables, fit and validation results, plot data) are written
+// with the project's one atomic writer (common/file_io.h); these names keep the fitter's callers.
 #pragma once
 
-#include <stdexcept>
-#include <string>
+#include "common/file_io.h"
 
 namespace invmw::fit {
 
-struct FileError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Throws FileError "PATH: cannot write: REASON"; the temporary file is removed on failure and
-// the target left as it was.
-void WriteFileAtomic(const std::string& path, const std::string& text);
+using ::invmw::FileError;
+using ::invmw::WriteFileAtomic;
 
 }  // namespace invmw::fit

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/file_io.h"
 #include "common/event_format.h"
 #include "common/raw_format.h"
 #include "common/sample_format.h"
@@ -46,7 +47,9 @@ struct Task {
   bool has_dump = false;
 };
 
-bool WriteFile(const std::string& path, const std::string& data);
+// Written through the atomic writer; a failure is one of the merge's problems (never silent).
+bool WriteFile(const std::string& path, const std::string& data,
+               std::vector<std::string>* problems);
 
 // The task's sampler files (written as rank 0 under <task>.sampler/raw/) become rank R's, as
 // an MPI rank would have written them, so the profile and the converter find them.
@@ -66,7 +69,7 @@ void AdoptSamplerFiles(const std::string& base, const std::string& raw_dir, int 
       if (j.value("type", "") == "sampler") j["rank"] = rank;
       out += j.dump() + "\n";
     }
-    if (!out.empty()) WriteFile(raw_dir + "/metrics-" + tag + ".jsonl", out);
+    if (!out.empty()) WriteFile(raw_dir + "/metrics-" + tag + ".jsonl", out, problems);
     std::ifstream in(from / "samples-000000.bin", std::ios::binary);
     std::string bin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bin.size() >= sizeof(samples::SampleFileHeader)) {
@@ -74,13 +77,13 @@ void AdoptSamplerFiles(const std::string& base, const std::string& raw_dir, int 
       std::memcpy(&h, bin.data(), sizeof h);
       h.rank = rank;
       std::memcpy(bin.data(), &h, sizeof h);
-      WriteFile(raw_dir + "/samples-" + tag + ".bin", bin);
+      WriteFile(raw_dir + "/samples-" + tag + ".bin", bin, problems);
     }
     std::ifstream res(from / "resources-000000.json");
     if (res) {
       json r = json::parse(res);
       r["rank"] = rank;
-      WriteFile(raw_dir + "/resources-" + tag + ".json", r.dump(2) + "\n");
+      WriteFile(raw_dir + "/resources-" + tag + ".json", r.dump(2) + "\n", problems);
     }
   } catch (const std::exception& e) {
     problems->push_back("raw/pvm/" + name + ".sampler: " + e.what() + "; samples left out");
@@ -95,10 +98,15 @@ std::string ReadFile(const std::string& path, bool* ok) {
   return ss.str();
 }
 
-bool WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-  return bool(out);
+bool WriteFile(const std::string& path, const std::string& data,
+               std::vector<std::string>* problems) {
+  try {
+    WriteFileAtomic(path, data);
+    return true;
+  } catch (const FileError& e) {
+    problems->push_back(e.what());
+    return false;
+  }
 }
 
 // Reads task-<tid>.jsonl; lines cut by a crash are reported and skipped.
@@ -264,15 +272,14 @@ double WriteRankDump(const Task& t, int rank, int world, const std::string& dir,
   h.rank = rank;
   h.world_size = world;
   std::memcpy(dump.data(), &h, sizeof h);
-  if (!WriteFile(profile::RawDumpPath(dir, rank), dump))
-    res->problems.push_back(profile::RawDumpPath(dir, rank) + ": cannot be written");
+  WriteFile(profile::RawDumpPath(dir, rank), dump, &res->problems);
   return h.ticks_per_second;
 }
 
 // The trace definitions of the task as a rank: the rank line first, as an MPI rank writes it.
 void WriteRankDefs(const Task& t, int tid, int rank, int world, double tps,
                    const std::map<int, std::pair<double, double>>& to_root,
-                   const std::string& raw_dir) {
+                   const std::string& raw_dir, MergeResult* res) {
   if (tps <= 0 && t.end.is_object()) tps = t.end.value("ticks_per_second", 0.0);
   if (tps <= 0) tps = 1e9;  // no end line and no dump: the rank is flagged partial anyway
   std::string d;
@@ -303,7 +310,7 @@ void WriteRankDefs(const Task& t, int tid, int rank, int world, double tps,
   if (t.end.is_object()) d += t.end.dump() + "\n";
   char name[64];
   std::snprintf(name, sizeof name, "/defs-%06d.jsonl", rank);
-  WriteFile(raw_dir + name, d);
+  WriteFile(raw_dir + name, d, &res->problems);
 }
 
 // The task's event file as the rank's only thread: header rank set, peers' tids mapped to ranks
@@ -336,11 +343,11 @@ void WriteRankEvents(const Task& t, int rank, const std::map<int, int>& rank_of,
   }
   char name[64];
   std::snprintf(name, sizeof name, "/events-%06d-000.bin", rank);
-  WriteFile(raw_dir + name, ev);
+  WriteFile(raw_dir + name, ev, &res->problems);
 }
 
 // meta.json as rank 0 of an MPI run would write it.
-void WriteRunMeta(const Task& root, const std::string& dir, int world) {
+void WriteRunMeta(const Task& root, const std::string& dir, int world, MergeResult* res) {
   profile::RunMeta meta;
   meta.invmw_version = INVMW_VERSION;
   meta.mpi_flavor = "pvm";
@@ -349,7 +356,7 @@ void WriteRunMeta(const Task& root, const std::string& dir, int world) {
   meta.command = root.program;
   meta.start_time = recording::IsoTime(root.init_realtime_ns);
   meta.world_size = world;
-  WriteFile(dir + "/meta.json", profile::MetaToJson(meta).dump(2) + "\n");
+  WriteFile(dir + "/meta.json", profile::MetaToJson(meta).dump(2) + "\n", &res->problems);
 }
 
 // The tid -> rank table and what could not be observed, beside the MPI keys of profile.json.
@@ -414,11 +421,11 @@ MergeResult Merge(const std::string& dir, const MergeOptions& options) {
     const double tps = WriteRankDump(t, rank, world, dir, &res);
     if (!t.trace || !options.build_trace) continue;
     any_trace = true;
-    WriteRankDefs(t, tid, rank, world, tps, to_root, raw_dir);
+    WriteRankDefs(t, tid, rank, world, tps, to_root, raw_dir, &res);
     WriteRankEvents(t, rank, rank_of, raw_dir, &res);
   }
   res.traced = any_trace;
-  WriteRunMeta(tasks[order[0]], dir, world);
+  WriteRunMeta(tasks[order[0]], dir, world, &res);
 
   std::string err;
   if (!profile::MergeDirectory(dir, &err)) {

@@ -12,7 +12,9 @@ protocols: the wire time of an eager request is t_comm, not the client's barrier
 import argparse
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -56,11 +58,42 @@ def main():
                     failures.append("%s: %s measured %.9f s, generated %.9f s"
                                     % (name, c, got[c], want[c]))
             print(name + ": " + "  ".join(line))
+    failures += check_failed_write(a.invmw, os.path.join(a.work, "rendezvous-p2"), a.work)
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         return 1
     print("every component equals the generator's")
     return 0
+
+
+def check_failed_write(invmw, trace_dir, work):
+    """A write that fails (here: the file-size limit, as a full disk would) leaves the previous
+    analysis JSON whole, exits non-zero naming the file, and leaves no temporary file behind."""
+    out_dir = os.path.join(work, "failed-write")
+    os.makedirs(out_dir)
+    out = os.path.join(out_dir, "analysis.json")
+    before = '{"previous": "analysis, kept whole"}\n'
+    with open(out, "w") as f:
+        f.write(before)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    r = subprocess.run([invmw, "analyze", "--opal", "--quiet", "--json", out, trace_dir],
+                       capture_output=True, text=True, preexec_fn=limit)
+    errors = []
+    if r.returncode == 0:
+        errors.append("analyze with a 64-byte file-size limit exited 0")
+    if out not in r.stderr:
+        errors.append("the error does not name %s: %r" % (out, r.stderr[-500:]))
+    with open(out) as f:
+        if f.read() != before:
+            errors.append("a failed write changed the previous %s" % out)
+    if os.listdir(out_dir) != ["analysis.json"]:
+        errors.append("files left in %s: %s" % (out_dir, sorted(os.listdir(out_dir))))
+    print("failed write: exit %d, %s" % (r.returncode, r.stderr.strip()[-200:]))
+    return errors
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/paths.h"
 #include "cli/verb.h"
+#include "common/file_io.h"
 #include "experiments/effects/cli_common.h"
 #include "experiments/effects/effects.h"
 #include "experiments/effects/effects_report.h"
@@ -130,10 +131,11 @@ int Effects(int argc, char** argv) {
   }
   std::cout << FormatText(report, TextOptions{all_effects});
   if (!json.empty()) {
-    std::ofstream out(json);
-    out << ToJson(report).dump(2) << "\n";
-    out.close();
-    if (!out) return cli::Fail(json + ": cannot write the JSON output");
+    try {
+      WriteFileAtomic(json, ToJson(report).dump(2) + "\n");
+    } catch (const FileError& e) {
+      return cli::Fail(e.what());
+    }
   }
   return 0;
 }

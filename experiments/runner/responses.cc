@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "analysis/analysis.h"
+#include "common/file_io.h"
 #include "otf2_reader/trace_reader.h"
 
 namespace invmw::experiment {
@@ -60,10 +61,9 @@ std::map<std::string, double> ExtractResponses(const std::string& run_dir,
   } catch (const std::exception& e) {
     opal_error = e.what();
   }
-  {
-    std::ofstream out(run_dir + "/analysis.json");
-    out << doc.dump(1) << "\n";
-  }
+  // Checked and renamed into place: a full disk fails the run's responses instead of leaving a
+  // cut analysis.json beside the row.
+  WriteFileAtomic(run_dir + "/analysis.json", doc.dump(1) + "\n");
 
   std::map<std::string, double> values;
   for (const std::string& name : names) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/file_io.h"
 #include "common/subprocess.h"
 #include "experiments/runner/progress.h"
 #include "experiments/runner/responses.h"
@@ -372,9 +374,11 @@ class DesignRun {
     // emptied only when the runner made it (run_dirs.h).
     std::string dir = MakeRunDir(runs_dir_, d_.name, platform_, RunName(s));
     Launch L = Command(s, dir);
-    {
-      std::ofstream cmd(dir + "/command.txt");
-      cmd << Join(L.argv) << "\n";
+    try {
+      WriteFileAtomic(dir + "/command.txt", Join(L.argv) + "\n");
+    } catch (const FileError& e) {
+      // The command line is for the reader; the run itself does not need it.
+      std::fprintf(stderr, "invmw experiment: warning: %s\n", e.what());
     }
     rec->design = d_.name;
     rec->point = s.point;
@@ -497,19 +501,6 @@ class DesignRun {
     if (in) std::getline(in, l);
     if (second && in) std::getline(in, *second);
     return l;
-  }
-
-  // Writes `text` to path through a temporary name in the same directory; throws on failure.
-  static void WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
-    const std::string tmp = path + ".tmp";
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-    bool ok = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
-    ok = (fd >= 0 && close(fd) == 0) && ok;
-    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-      std::string why = std::strerror(errno);
-      unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + path + ": " + why);
-    }
   }
 
   std::string JobName(const RunSlot& s) const {

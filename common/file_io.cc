@@ -1,4 +1,4 @@
-#include "fitter/file_io.h"
+#include "common/file_io.h"
 
 #include <atomic>
 #include <cerrno>
@@ -7,9 +7,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace invmw::fit {
+namespace invmw {
 
-void WriteFileAtomic(const std::string& path, const std::string& text) {
+void WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
   static std::atomic<unsigned> counter{0};
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
@@ -18,7 +18,7 @@ void WriteFileAtomic(const std::string& path, const std::string& text) {
   // Same directory, so rename() is atomic; hidden and unique, so nothing else uses the name.
   std::string tmp = dir + "." + base + ".tmp." + std::to_string(getpid()) + "." +
                     std::to_string(counter.fetch_add(1));
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) throw FileError(path + ": cannot write: " + std::strerror(errno));
   auto fail = [&](int err) {
     unlink(tmp.c_str());  // created above by this function
@@ -44,4 +44,4 @@ void WriteFileAtomic(const std::string& path, const std::string& text) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
 }
 
-}  // namespace invmw::fit
+}  // namespace invmw
