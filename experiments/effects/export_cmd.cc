@@ -1,11 +1,13 @@
 // `invmw results export --design NAME --format csv|extrap`: a design's successful runs for
 // spreadsheets and other modelling tools.
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "cli/args.h"
 #include "cli/paths.h"
 #include "cli/verb.h"
+#include "common/file_io.h"
 #include "experiments/effects/cli_common.h"
 #include "experiments/effects/results_export.h"
 #include "results/results_db.h"
@@ -59,26 +61,22 @@ int Export(int argc, char** argv) {
   const std::string db_path = results::DbPath(db, cli::ExecutableDir());
   if (!LoadDesignRows(db_path, design, &rows, &error)) return cli::Fail(error);
 
-  std::ofstream file;
-  if (!output.empty() && output != "-") {
-    file.open(output);
-    if (!file) return cli::Fail(output + ": cannot open for writing");
-  }
-  std::ostream& out = file.is_open() ? file : std::cout;
+  // To a file: built in memory and renamed into place, so a failed export neither truncates
+  // nor removes what the user had at that path.
+  const bool to_file = !output.empty() && output != "-";
+  std::ostringstream buffer;
+  std::ostream& out = to_file ? static_cast<std::ostream&>(buffer) : std::cout;
   bool ok = format == "csv" ? WriteCsv(rows, options, out, &error)
                             : WriteExtrapJsonLines(rows, options, out, &note, &error);
-  if (!ok) {
-    if (file.is_open()) {
-      file.close();
-      std::remove(output.c_str());  // no half-written export left behind
+  if (!ok) return cli::Fail(error);
+  if (to_file) {
+    try {
+      WriteFileAtomic(output, buffer.str());
+    } catch (const FileError& e) {
+      return cli::Fail(e.what());
     }
-    return cli::Fail(error);
   }
   if (!note.empty()) std::fprintf(stderr, "invmw: note: %s\n", note.c_str());
-  if (file.is_open()) {
-    file.close();
-    if (!file) return cli::Fail(output + ": write failed");
-  }
   return 0;
 }
 

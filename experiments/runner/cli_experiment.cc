@@ -17,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/paths.h"
 #include "cli/verb.h"
+#include "common/file_io.h"
 #include "common/config.h"
 #include "experiments/runner/design.h"
 #include "results/results_db.h"
@@ -260,13 +261,12 @@ int DesignCtest(int argc, char** argv) {
     std::fputs(s.c_str(), stdout);
     return 0;
   }
-  std::string tmp = output + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << s;
-    if (!out) return Fail(output + ": cannot write");
+  try {
+    WriteFileAtomic(output,
+                    s);  // a unique hidden temporary, not OUTPUT.tmp, which may be the user's
+  } catch (const FileError& e) {
+    return Fail(e.what());
   }
-  fs::rename(tmp, output);
   return 0;
 }
 

@@ -254,6 +254,16 @@ def three_factor(tmp):
     p = invmw("results", "export", "--design", "opal-like", "--db", db, "--format", "extrap",
               expect=2)
     check("--where net=VALUE" in p.stderr, "extrap string factor error: " + p.stderr)
+    # A failed export to an existing file leaves that file as it was (it used to be truncated
+    # on open and then removed).
+    before = open(csv_path).read()
+    invmw("results", "export", "--design", "opal-like", "--db", db, "--format", "extrap", "-o",
+          csv_path, expect=2)
+    check(os.path.exists(csv_path) and open(csv_path).read() == before,
+          "a failed export to an existing file changed or removed it")
+    check(sorted(os.listdir(os.path.dirname(csv_path))) == sorted(
+        n for n in os.listdir(os.path.dirname(csv_path)) if not n.startswith(".out.csv.tmp")),
+        "a temporary file was left beside the export")
     p = invmw("results", "export", "--design", "opal-like", "--db", db, "--format", "extrap",
               "--where", "net=slow")
     lines = [json.loads(l) for l in p.stdout.splitlines()]

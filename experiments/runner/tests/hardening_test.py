@@ -275,10 +275,25 @@ def export_then_fit(w):
     check(a1 is not None and abs(a1 - 100) < 2, f"a1 from the export: {a1} (expected ~100)")
 
 
+def ctest_output_keeps_neighbours(w):
+    """`design ctest --output OUT` writes through a temporary of its own: a file the user has at
+    OUT.tmp stays as it was (it used to be truncated and renamed away)."""
+    design = os.path.join(w, "pp-ctest.toml")
+    write(design, PP)
+    out = os.path.join(w, "pp.cmake")
+    write(out + ".tmp", "the user's own file\n")
+    p = run(["design", "ctest", design, "--db", os.path.join(w, "ctest.db"), "--output", out])
+    check(p.returncode == 0, f"design ctest --output: exit {p.returncode}, {p.stderr!r}")
+    check(os.path.exists(out) and "add_test(" in open(out).read(), "no CTest script written")
+    check(os.path.exists(out + ".tmp") and open(out + ".tmp").read() == "the user's own file\n",
+          "design ctest --output changed or removed OUT.tmp")
+
+
 def main():
     w = tempfile.mkdtemp(prefix="invmw-hardening-")
     try:
-        for part in (reset_is_safe, readers_create_nothing, read_only_wal, export_then_fit):
+        for part in (reset_is_safe, readers_create_nothing, read_only_wal, export_then_fit,
+                     ctest_output_keeps_neighbours):
             try:
                 part(w)
             except Exception as e:  # a part that breaks must not hide the others
