@@ -272,7 +272,7 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   # vary them (opal_quota, opal_refill, opal_stall).
   local mfile=$model
   [[ -f $mfile ]] || mfile=$here/fitter/models/$model.toml
-  for p in burst burst_rate b5_loop nodes b5_stall; do
+  for p in burst burst_rate b5_loop nodes b5_stall cpu_quota quota_period cores; do
     grep -q "^$p = " "$mfile" 2>/dev/null && fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
   "${fit[@]}" --design "$calibration" --platform "$1" --db "$db" "${fixes[@]}" --no-cv \
