@@ -504,28 +504,32 @@ TEST(Fit, HuberLossRecoversTruthWithStalledRuns) {
   EXPECT_LT(worst_huber, worst_plain);
 }
 
-// mdl20: on a CPU-quota platform a synchronization costs the barrier plus a stall that vanishes
-// when the ranks fill every virtual node (b7 (1 - (p + 1)/nodes); the stored pipelines plfA and
-// plfB). With the barrier, the token bucket's burst and the nodes fixed from the probes, as the
-// pipeline does, opal_quota's fit recovers the stall b7 and the compute times from the runs.
+// mdl20, qc20: on a CPU-quota platform a synchronization costs the barrier plus a quota stall,
+// b7 times the stall law (the longest of p waits for the next quota period, for the ranks on
+// cores with CPU to spare; model_test OpalQuotaStallGrows...). With the barrier, the token
+// bucket's burst, the quota, its period and the cores fixed from the probes, as the pipeline
+// does, opal_quota's fit recovers the stall b7 and the compute times from the runs.
 TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   Model q = Builtin("opal_quota");
   std::map<std::string, double> truth = kOpalTruth;
   truth.erase("b5");
   truth["b5_loop"] = 1e-5;
-  truth["b7"] = 5e-4;
+  truth["b7"] = 1.5;
   truth["burst"] = 16384;
-  truth["nodes"] = 8;
+  truth["cpu_quota"] = 0.25;
+  truth["quota_period"] = 0.01;
+  truth["cores"] = 2;
   truth["b8"] = 0;  // no copy time: the pipeline fixes an undetermined b8 at 0
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 5);
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
-  o.fixed = {{"b5_loop", 1e-5}, {"burst", 16384}, {"nodes", 8}, {"b8", 0}};
+  o.fixed = {{"b5_loop", 1e-5},      {"burst", 16384}, {"cpu_quota", 0.25},
+             {"quota_period", 0.01}, {"cores", 2},     {"b8", 0}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));
-  EXPECT_NEAR(r.params[k].value, 5e-4, 0.05 * 5e-4);
+  EXPECT_NEAR(r.params[k].value, 1.5, 0.05 * 1.5);
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b7") << e.reason;
   for (const std::string& name : {"a2", "a3", "a4"}) {
     size_t j = static_cast<size_t>(q.ParamIndex(name));
@@ -546,9 +550,11 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   truth.erase("b5");
   truth["a1"] = 500;
   truth["b5_loop"] = 1e-5;
-  truth["b7"] = 5e-4;
+  truth["b7"] = 1.5;
   truth["burst"] = 0;
-  truth["nodes"] = 8;
+  truth["cpu_quota"] = 0.25;
+  truth["quota_period"] = 0.01;
+  truth["cores"] = 2;
   truth["b8"] = 8e-9;
   DataTable exact = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0, 1);
   auto col = [&](const std::string& name) {
@@ -569,7 +575,8 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
-  o.fixed = {{"a1", 500}, {"b5_loop", 1e-5}, {"burst", 0}, {"nodes", 8}};
+  o.fixed = {{"a1", 500},         {"b5_loop", 1e-5},      {"burst", 0},
+             {"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b8") << e.reason;
@@ -605,6 +612,8 @@ TEST(Fit, OpalRefillRecoversTheRateWhenTheBucketRefillsAtItsOwnRate) {
   Model q = Builtin("opal_quota");
   FitOptions oq = o;
   oq.fixed.erase("burst_rate");
+  oq.fixed.erase("nodes");  // opal_quota's stall law (qc20) uses the quota and the cores instead
+  oq.fixed.insert({{"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}});
   FitResult rq = Fit(q, d, oq);
   double a1q = rq.params[static_cast<size_t>(q.ParamIndex("a1"))].value;
   EXPECT_GT(std::fabs(a1q - 100) / 100, 0.1) << "opal_quota's a1 " << a1q;

@@ -1,5 +1,6 @@
 #include "fitter/model.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "fitter/data_table.h"
@@ -96,6 +97,46 @@ TEST(Model, OpalRanksBarrierGrowsWithTheRanks) {
       EXPECT_DOUBLE_EQ(m.responses()[r].expr.Eval<double>(f.data(), p.data()),
                        o.responses()[r].expr.Eval<double>(fo.data(), po.data()));
   }
+}
+
+// qc20 (issue 20, item 5): opal_quota's quota stall per synchronization is b7 x the expected
+// longest of p waits for the next CFS period, T ((1 - q) - (1 - q^(p+1))/(p + 1)), counted for
+// the ranks on cores with CPU to spare (rank r on core r mod cores; a core whose ranks' quotas
+// add up to a whole core time-shares and does not throttle). On the quarter core (q = 0.25,
+// 2 cores) the stall measured in plfA-D grows from p = 1 to p = 3 (4.4 -> 9 ms); the old law
+// b7 (1 - (p + 1)/nodes) made it shrink (0.75 -> 0.5 of b7 with 8 nodes).
+TEST(Model, OpalQuotaStallGrowsWithTheServersUntilTheCoresAreFull) {
+  Model m = Model::Load(ResolveModelPath("opal_quota"));
+  std::vector<double> f(m.factors().size());
+  auto set = [&](const char* n, double v) { f[m.FactorIndex(n)] = v; };
+  set("s", 10), set("u", 1), set("n", 500), set("nt", 1e6), set("g", 0), set("alpha", 24);
+  std::vector<double> p(m.parameters().size());
+  auto par = [&](const char* n, double v) { p[m.ParamIndex(n)] = v; };
+  par("a1", 100), par("b1", 1e-6), par("a2", 5e-9), par("a3", 2e-8), par("a4", 1e-7),
+      par("b5_loop", 1e-6), par("b7", 2), par("burst", 0), par("cpu_quota", 0.25),
+      par("quota_period", 0.01), par("cores", 2);
+  const auto& sync = m.responses()[4];
+  ASSERT_EQ(sync.name, "t_sync");
+  const double syncs = 2 * 10 * (1 + 1);
+  auto per_sync = [&](double servers) {
+    set("p", servers);
+    return sync.expr.Eval<double>(f.data(), p.data()) / syncs - 1e-6;
+  };
+  auto law = [](double q, double servers) {
+    return 0.01 * ((1 - q) - (1 - std::pow(q, servers + 1)) / (servers + 1));
+  };
+  // Quarter core: 2 and 4 ranks leave half of each core idle, every rank can stall.
+  EXPECT_NEAR(per_sync(1), 2 * law(0.25, 1), 1e-12);  // 5.625 ms
+  EXPECT_NEAR(per_sync(3), 2 * law(0.25, 3), 1e-12);  // 10.02 ms
+  EXPECT_GT(per_sync(3), 1.7 * per_sync(1));
+  // Half core: p = 3 fills both cores (no stall); at p = 2 only rank 1, alone on core 1, can.
+  par("cpu_quota", 0.5);
+  EXPECT_NEAR(per_sync(1), 2 * law(0.5, 1), 1e-12);
+  EXPECT_NEAR(per_sync(2), 2 * law(0.5, 2) / 3, 1e-12);
+  EXPECT_NEAR(per_sync(3), 0, 1e-15);
+  // No quota: no stall, whatever b7.
+  par("cpu_quota", 0), par("quota_period", 0);
+  EXPECT_NEAR(per_sync(1), 0, 1e-15);
 }
 
 TEST(Model, UnknownSymbolNamesFileLineAndColumn) {

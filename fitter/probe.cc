@@ -281,6 +281,27 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
                             "virtual nodes of " + c.where + " from its definition; not measured",
                             -1});
   }
+  // What a rank that has used its share waits for: the rest of the CFS period, and whether its
+  // core has CPU to spare (a core whose ranks' quotas add up to a whole core time-shares
+  // instead of throttling). opal_quota's stall law needs all three (issue 20, qc20).
+  if (c.cpu_quota >= 0) {
+    t.parameters.push_back({"cpu_quota", c.cpu_quota, "",
+                            "CPU quota per rank (fraction of one core) of " + c.where +
+                                " from its definition (0: none); not measured",
+                            -1});
+  }
+  if (c.quota_period_s >= 0) {
+    t.parameters.push_back(
+        {"quota_period", c.quota_period_s, "s",
+         "CFS period of the CPU quota of " + c.where + " from its definition; not measured", -1});
+  }
+  if (c.cores > 0) {
+    t.parameters.push_back({"cores", static_cast<double>(c.cores), "",
+                            "CPUs the ranks of " + c.where +
+                                " are placed on (slot r on CPU r mod cores), as the probe found "
+                                "them; not measured",
+                            -1});
+  }
 
   // a2, a3, a4: the kernels, also recorded as kernel times for the transfer rule.
   const std::pair<const char*, const char*> kernels[] = {

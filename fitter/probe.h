@@ -15,6 +15,9 @@
 //   burst   the emulated platform's token-bucket depth (ProbeContext::burst_bytes), when known.
 //   nodes   the emulated platform's virtual nodes (ProbeContext::nodes), when known.
 //   burst_rate  the token bucket's nominal rate (ProbeContext::burst_rate_mbs), when known.
+//   cpu_quota, quota_period, cores  the emulated platform's CPU quota per rank, its CFS period
+//           (from its definition) and the CPUs its ranks are placed on round-robin (slot r on
+//           CPU r mod cores), when known: opal_quota's stall law (issue 20, qc20).
 //   b5_stall    with --compute-us: the median over the replications of the barrier's quota stall.
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
@@ -70,6 +73,11 @@ struct ProbeContext {
   double burst_bytes = -1;
   int nodes = 0;               // virtual nodes of that platform (0 = not known: no `nodes`)
   double burst_rate_mbs = -1;  // the token bucket's nominal rate in MB/s (0: none; -1: not known)
+  // CPU quota per rank (fraction of a core) and CFS period in seconds of the emulated platform,
+  // and the CPUs its ranks are spread over (< 0 / 0: not known: not written).
+  double cpu_quota = -1;
+  double quota_period_s = -1;
+  int cores = 0;
 };
 
 PlatformTable EstimatePlatform(const ProbeSamples& samples, const ProbeContext& context);

@@ -146,6 +146,34 @@ TEST(Probe, TableCarriesTheLoopBarrierAndTheBurst) {
   EXPECT_DOUBLE_EQ(back.Parameter("burst")->value, 16384);
 }
 
+// qc20: opal_quota's stall law takes the quota, its period (the platform's definition) and the
+// CPUs the ranks are placed on from the table; unknown (not an emulated platform): not written.
+TEST(Probe, TableCarriesTheQuotaItsPeriodAndTheCores) {
+  ProbeSamples s;
+  ParseProbeLines(ProbeText(500, 2e-6, 5e-6, 1), "probe.out", &s);
+  ProbeContext c = Context();
+  PlatformTable plain = EstimatePlatform(s, c);
+  EXPECT_FALSE(plain.Parameter("cpu_quota"));
+  EXPECT_FALSE(plain.Parameter("quota_period"));
+  EXPECT_FALSE(plain.Parameter("cores"));
+  c.cpu_quota = 0.25;
+  c.quota_period_s = 0.01;
+  c.cores = 2;
+  PlatformTable back = ParsePlatformTable(FormatPlatformTable(EstimatePlatform(s, c)), "node.toml");
+  ASSERT_TRUE(back.Parameter("cpu_quota") && back.Parameter("quota_period") &&
+              back.Parameter("cores"));
+  EXPECT_DOUBLE_EQ(back.Parameter("cpu_quota")->value, 0.25);
+  EXPECT_DOUBLE_EQ(back.Parameter("quota_period")->value, 0.01);
+  EXPECT_EQ(back.Parameter("quota_period")->unit, "s");
+  EXPECT_DOUBLE_EQ(back.Parameter("cores")->value, 2);
+  // A platform without a quota says so (0), so that the stall law gives no stall there.
+  c.cpu_quota = 0;
+  c.quota_period_s = 0;
+  PlatformTable none = EstimatePlatform(s, c);
+  ASSERT_TRUE(none.Parameter("cpu_quota") && none.Parameter("quota_period"));
+  EXPECT_DOUBLE_EQ(none.Parameter("quota_period")->value, 0);
+}
+
 // q20: opal_stall scales its quota stall by b5_stall, the median over the replications of the
 // stall alone (stall-aware time less the tight-loop barrier), so one round caught in a burst of
 // throttling moves it no more than any other; opal_refill refills the token bucket at the

@@ -66,7 +66,10 @@ void Call::Inner(bool send, int peer, int tag, uint64_t bytes) {
     ++g.dropped_parts;
     return;
   }
-  g.parts[g.nparts++] = Part{clock::Ticks(), bytes, peer, tag, send};
+  // A message leaves inside the inner send and arrives by the end of the inner receive: a send
+  // part stamped when the inner call returned could follow its receive on the other task
+  // whenever this task was descheduled after the message left (pvm.known_late_send).
+  g.parts[g.nparts++] = Part{send ? t0_ : clock::Ticks(), bytes, peer, tag, send};
 }
 
 void Call::Mcast(int rc, const int* tids, int n, int tag) {

@@ -38,6 +38,7 @@ class Call {
       if (tls_depth == 1 && g.collecting) {
         inner_ = true;
         ++tls_depth;
+        t0_ = clock::Ticks();  // an inner send's part is stamped here (Call::Inner)
       }
       return;
     }

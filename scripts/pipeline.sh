@@ -154,7 +154,8 @@ add_run_stream() {  # design platform: the runner's own randomized order of the 
   streams=$((streams + 1))
 }
 # Quota stalls (issue 20, item 5): a rank that has used its CPU share waits for the next quota
-# period, and the model has no term for that wait. With more than 2 ranks per core a rank's
+# period (opal_quota's stall law, docs/fitter.md, models it for ranks on cores with CPU to spare:
+# the quarter core's 4 ranks sit 2 per core, half of each core idle). With more than 2 ranks per core a rank's
 # stall also waits for the others sharing its core, and the error grew beyond what a parameter
 # could carry (the quarter-core platform's 39-44%). So the pipeline runs at most 2 ranks per core
 # of this machine on every emulated platform, and refuses a design that needs more.
@@ -272,7 +273,7 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
   # vary them (opal_quota, opal_refill, opal_stall).
   local mfile=$model
   [[ -f $mfile ]] || mfile=$here/fitter/models/$model.toml
-  for p in burst burst_rate b5_loop nodes b5_stall; do
+  for p in burst burst_rate b5_loop nodes b5_stall cpu_quota quota_period cores; do
     grep -q "^$p = " "$mfile" 2>/dev/null && fixes+=(--fix-from "$p=$out/tables/$1.toml")
   done
   # A model with a CPU copy time per byte (b8, opal_quota): a1 is the link's, from the probes;

@@ -187,6 +187,16 @@ def test_probe(a, tmp):
     run([a.invmw, 'platform', 'probe', '--name', 'pooled', '--out', again, '--from-raw',
          os.path.join(tmp, 'pooled.jsonl')])
     values = lambda f: re.findall(r'value = ([0-9.e+-]+)', open(f).read())
+    # qc20: an emulated platform's table carries its quota, the quota's period (its definition)
+    # and the CPUs its ranks are placed on, for opal_quota's stall law.
+    quarter = os.path.join(tmp, 'quarter.toml')
+    run([a.invmw, 'platform', 'probe', '--name', 'quarter', '--out', quarter, '--platform',
+         'emu-8x25-shm', '--from-raw', raws[0]])
+    got = dict(re.findall(r'^(cpu_quota|quota_period|cores) = \{ value = ([0-9.e+-]+)',
+                          open(quarter).read(), re.M))
+    check(got.get('cpu_quota') == '0.25' and got.get('quota_period') == '0.01' and
+          float(got.get('cores', 0)) >= 1,
+          'the quarter core\'s table has cpu_quota 0.25, quota_period 0.01 s and cores: %s' % got)
     check(values(pooled) == values(again) and 'x 2 replications' in open(again).read(),
           'the pooled --raw file pools again to the same values and replications')
     e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),

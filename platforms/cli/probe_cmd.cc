@@ -1,6 +1,7 @@
 // `invmw platform probe`: measures a machine's (or an emulated platform's) model parameters with
 // the microbenchmarks of platforms/probes and writes them as a platform table (fitter/probe.h
 // says how each value is estimated).
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -199,6 +200,13 @@ int RunProbe(int argc, char** argv) {
         c.burst_bytes = p.rate_bps ? static_cast<double>(p.burst_bytes) : 0.0;
         c.nodes = p.nodes;
         c.burst_rate_mbs = static_cast<double>(p.rate_bps) / 8e6;
+        // The quota, its period and the CPUs the ranks are pinned to (the session's placement:
+        // slot r on the r-th CPU this process may use) decide how long a throttled rank waits
+        // and whether its core has CPU to spare: opal_quota's stall law (issue 20, qc20).
+        c.cpu_quota = p.HasQuota() ? p.cpu_quota : 0;
+        c.quota_period_s = p.HasQuota() ? static_cast<double>(p.period_us) * 1e-6 : 0;
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0) c.cores = CPU_COUNT(&set);
       }
     } catch (const emulate::PlatformError& e) {
       if (s.from_raw.empty()) return Fail(std::string("platform probe: ") + e.what());

@@ -59,7 +59,13 @@ def opal_quota(f, q):
     g, alpha = f.get("g", 0.0), f.get("alpha", 24.0)
     t_update = q["a2"] * s * u / p * ((1 - 2 * g) ** 2 * n * n - (1 - 2 * g) * n) / 2
     t_nbint = q["a3"] * s / p * (n * (n - 1) / 2 if n < nt else nt * n)
-    one_sync = q["b5_loop"] + q["b7"] * max(0.0, 1 - (p + 1) / q["nodes"])
+    # The quota stall (qc20): b7 x the longest of p waits for the next quota period, for the
+    # share of the ranks (rank r on core r mod cores) on cores with CPU to spare.
+    cq, cores, k = q["cpu_quota"], int(q["cores"]), int(p) + 1
+    per_core = [k // cores + (1 if c < k % cores else 0) for c in range(cores)]
+    spare = sum(m for m in per_core if m * cq < 1) / k
+    stall = (q["quota_period"] * spare * ((1 - cq) - (1 - cq ** k) / k)) if cq > 0 else 0.0
+    one_sync = q["b5_loop"] + q["b7"] * stall
     msg, rate = p * alpha * n, q["a1"] * 1e6
     free_bonded = min(q["burst"], rate * (q["a4"] * n + one_sync))
     free_update = min(q["burst"], rate * (q["a2"] / p * ((1 - 2 * g) ** 2 * n * n -
