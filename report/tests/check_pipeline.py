@@ -71,15 +71,22 @@ def opal_quota(f, q):
     free_update = min(q["burst"], rate * (q["a2"] / p * ((1 - 2 * g) ** 2 * n * n -
                                                           (1 - 2 * g) * n) / 2 + one_sync))
     free_energy = min(q["burst"], rate * (t_nbint / s + one_sync))
+    # Revision 2 (cmp20): a phase takes at least the copies' b8 per byte at p >= 2, and the
+    # total subtracts the energy replies' overlap with the other servers' computation.
+    copy = q["b8"] * msg * min(1.0, p - 1)
+
+    def phase(free):
+        return max(copy, max(0, msg - free) / rate)
+
     c = {
         "t_par_comp": t_update + t_nbint,
         "t_seq_comp": q["a4"] * s * n,
-        "t_comm": s * ((u * max(0, msg - free_bonded) + u * max(0, msg - free_update) +
-                        (1 - u) * max(0, msg - free_bonded) + max(0, msg - free_energy)) / rate +
+        "t_comm": s * (u * phase(free_bonded) + u * phase(free_update) +
+                       (1 - u) * phase(free_bonded) + phase(free_energy) +
                        2 * p * q["b1"] * (u + 1)),
         "t_sync": 2 * s * (u + 1) * one_sync,
     }
-    c["t_opal"] = sum(c.values())
+    c["t_opal"] = sum(c.values()) - s * (p - 1) / p * copy
     return c
 
 
