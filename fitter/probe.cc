@@ -145,7 +145,18 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   FitOptions o;
   o.weighting = "absolute";
   o.cross_validate = false;
-  o.fixed["b1"] = sizes.front() == 0 ? lat.mean : 0;
+  // b1 is the median over the rounds, like a1 below (net20, issue 20): a 0-byte round trip is a
+  // few microseconds, so one round that met a quota stall or a descheduled rank (plfC: 0.12 and
+  // 0.17 ms next to 5-8 us on two TCP platforms) moved the mean 8-10x and with it every
+  // p x b1 term of the target's prediction. With two rounds the median is the mean.
+  double b1_value = 0;
+  if (sizes.front() == 0) {
+    std::vector<double> sorted = smallest;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    b1_value = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  }
+  o.fixed["b1"] = b1_value;
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
   const int replications = PingPongReplications(s);
@@ -176,8 +187,13 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
         n % 2 ? round_a1[n / 2] : 0.5 * (round_a1[n / 2 - 1] + round_a1[n / 2]);
   }
   std::string b1_text =
-      sizes.front() == 0 ? "probe-pingpong: mean half round trip of 0-byte messages, " + Spread(lat)
-                         : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
+      sizes.front() == 0
+          ? std::string(smallest.size() >= 3 ? "probe-pingpong: median over the replications of "
+                                               "the mean half round trip of 0-byte messages, "
+                                             : "probe-pingpong: mean half round trip of 0-byte "
+                                               "messages, ") +
+                Spread(lat)
+          : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
   std::string fit_text =
       "least-squares slope of t = b1 + bytes/a1 (absolute errors, b1 held) through "
       "probe-pingpong means over " +
