@@ -145,7 +145,18 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   FitOptions o;
   o.weighting = "absolute";
   o.cross_validate = false;
-  o.fixed["b1"] = sizes.front() == 0 ? lat.mean : 0;
+  // b1 is the median over the rounds, like a1 below (net20, issue 20): a 0-byte round trip is a
+  // few microseconds, so one round that met a quota stall or a descheduled rank (plfC: 0.12 and
+  // 0.17 ms next to 5-8 us on two TCP platforms) moved the mean 8-10x and with it every
+  // p x b1 term of the target's prediction. With two rounds the median is the mean.
+  double b1_value = 0;
+  if (sizes.front() == 0) {
+    std::vector<double> sorted = smallest;
+    std::sort(sorted.begin(), sorted.end());
+    size_t n = sorted.size();
+    b1_value = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  }
+  o.fixed["b1"] = b1_value;
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
   const int replications = PingPongReplications(s);
@@ -175,9 +186,60 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     r.params[pp.ParamIndex("a1")].value =
         n % 2 ? round_a1[n / 2] : 0.5 * (round_a1[n / 2 - 1] + round_a1[n / 2]);
   }
+  // On a token bucket (an emulated platform's tc tbf, burst > 0), a1 is the marginal rate of the
+  // messages far above the burst: the slope of a free-intercept least-squares line through the
+  // sizes of at least twice the burst, per round (the median over rounds as above). Held at b1,
+  // the line also charges to the bytes a delay every such message pays once (1 Gbit/s: 64 KiB
+  // takes 1-2.6 ms, 256 KiB 3.7-7 ms where the rate says 0.5 and 2.1 ms), which made plfB-D's
+  // 1 Gbit/s a1 60-100 MB/s against a 125 MB/s bucket, over-predicting p = 3 by up to 19%, and
+  // 100 Mbit/s' 11.2-11.6 MB/s (net20, issue 20). Unlimited links keep the held line: their
+  // large messages' times scatter too much for a free intercept.
+  std::string marginal_text;
+  if (c.burst_bytes > 0) {
+    auto slope_a1 = [&](int k) -> double {  // k < 0: every round pooled
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      std::vector<double> ks;
+      for (const auto& p : s.pingpong) {
+        if ((k >= 0 && p.replication != k) || p.bytes < 2 * c.burst_bytes) continue;
+        n += 1, sx += p.bytes, sy += p.mean_s, sxx += p.bytes * p.bytes, sxy += p.bytes * p.mean_s;
+        ks.push_back(p.bytes);
+      }
+      std::sort(ks.begin(), ks.end());
+      if (std::unique(ks.begin(), ks.end()) - ks.begin() < 2) return NAN;
+      const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      return slope > 0 ? 1 / slope / 1e6 : NAN;
+    };
+    std::vector<double> marginal;
+    for (int k = 0; replications > 1 && k < replications; ++k)
+      if (std::isfinite(slope_a1(k))) marginal.push_back(slope_a1(k));
+    if (marginal.empty() && std::isfinite(slope_a1(-1))) marginal.push_back(slope_a1(-1));
+    if (!marginal.empty()) {
+      std::sort(marginal.begin(), marginal.end());
+      size_t n = marginal.size();
+      double a1 = n % 2 ? marginal[n / 2] : 0.5 * (marginal[n / 2 - 1] + marginal[n / 2]);
+      // No link passes more than its bucket's rate (plfD's 1 Gbit/s rounds: 125-142 MB/s).
+      const bool capped = c.burst_rate_mbs > 0 && a1 > c.burst_rate_mbs;
+      if (capped) a1 = c.burst_rate_mbs;
+      r.params[pp.ParamIndex("a1")].value = a1;
+      marginal_text =
+          "; a1 = marginal rate of the messages of at least twice the token bucket's " +
+          G(c.burst_bytes, "%.0f") + "-byte burst (free-intercept slope" +
+          (n >= 2 ? ", median of the " + std::to_string(n) + " replications' own, " +
+                        G(marginal.front(), "%.4g") + ".." + G(marginal.back(), "%.4g") + " MB/s"
+                  : std::string()) +
+          ")" +
+          (capped ? ", capped at the bucket's nominal " + G(c.burst_rate_mbs, "%.4g") + " MB/s"
+                  : std::string());
+    }
+  }
   std::string b1_text =
-      sizes.front() == 0 ? "probe-pingpong: mean half round trip of 0-byte messages, " + Spread(lat)
-                         : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
+      sizes.front() == 0
+          ? std::string(smallest.size() >= 3 ? "probe-pingpong: median over the replications of "
+                                               "the mean half round trip of 0-byte messages, "
+                                             : "probe-pingpong: mean half round trip of 0-byte "
+                                               "messages, ") +
+                Spread(lat)
+          : std::string("probe-pingpong measured no 0-byte message: b1 = 0");
   std::string fit_text =
       "least-squares slope of t = b1 + bytes/a1 (absolute errors, b1 held) through "
       "probe-pingpong means over " +
@@ -188,7 +250,8 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
       (round_a1.size() >= 2 ? "; a1 = median of the " + std::to_string(round_a1.size()) +
                                   " replications' own slopes (" + G(round_a1.front(), "%.4g") +
                                   ".." + G(round_a1.back(), "%.4g") + " MB/s)"
-                            : std::string());
+                            : std::string()) +
+      marginal_text;
   for (const auto& p : r.params) {
     TableValue v;
     v.name = p.name;

@@ -317,5 +317,71 @@ TEST(Probe, BadOrMissingOutputIsAClearError) {
   EXPECT_NE(ErrorOf(no_barrier).find("probe-barrier gave no measurement (b5)"), std::string::npos);
 }
 
+// net20 (issue 20): b1 is the median over the rounds. plfC's TCP platform measured 0-byte half
+// round trips of 5.3, 5.1 and 168 us in its three rounds (one round met a stall); the mean, 59
+// us, made every message of the target's prediction cost ten times the link's latency.
+TEST(Probe, LatencyIsTheMedianOverRounds) {
+  std::ostringstream text;
+  text.precision(17);
+  const double zero_byte[3] = {5.28e-6, 5.14e-6, 168e-6};
+  for (int k = 0; k < 3; ++k)
+    for (double bytes : {0.0, 262144.0, 1048576.0})
+      text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
+           << R"(,"mean_s":)" << (bytes == 0 ? zero_byte[k] : 5.2e-6 + bytes / 500e6) << "}\n";
+  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
+       << "\n";
+  for (const char* k : {"pair_check", "pair_energy", "bonded"})
+    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
+         << "\n";
+  ProbeSamples s;
+  ParseProbeLines(text.str(), "probe.out", &s);
+  PlatformTable t = EstimatePlatform(s, Context());
+  EXPECT_NEAR(t.Parameter("b1")->value, 5.28e-6, 1e-12);
+  EXPECT_NE(t.Parameter("b1")->source.find("median over the replications"), std::string::npos)
+      << t.Parameter("b1")->source;
+  // The rate is unaffected by the outlying round's latency.
+  EXPECT_NEAR(t.Parameter("a1")->value, 500, 0.01 * 500);
+}
+
+// net20 (issue 20): on a token bucket a1 is the marginal rate of the messages far above the burst.
+// plfB-D's 1 Gbit/s rounds (80 KiB burst, 125 MB/s): every message beyond the burst pays a delay
+// of its own (64 KiB 1-2.6 ms, where the rate says 0.5 ms); a line held at the 0-byte latency
+// charges that delay to the bytes and gave 60-100 MB/s. Here: 2 ms per large message on a 125
+// MB/s link, three rounds.
+TEST(Probe, RateOfATokenBucketIsTheMarginalRateOfTheLargeMessages) {
+  auto table = [](double rate, double nominal_mbs) {
+    std::ostringstream text;
+    text.precision(17);
+    for (int k = 0; k < 3; ++k)
+      for (double bytes : {0.0, 65536.0, 262144.0, 1048576.0}) {
+        double t = bytes == 0 ? 7e-6 : 7e-6 + 2e-3 + bytes / rate * (1 + 0.01 * (k - 1));
+        text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
+             << R"(,"mean_s":)" << t << "}\n";
+      }
+    text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
+         << "\n";
+    for (const char* k : {"pair_check", "pair_energy", "bonded"})
+      text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
+           << "\n";
+    ProbeSamples s;
+    ParseProbeLines(text.str(), "probe.out", &s);
+    ProbeContext c = Context();
+    c.burst_bytes = 81920;
+    c.burst_rate_mbs = nominal_mbs;
+    return EstimatePlatform(s, c);
+  };
+  PlatformTable t = table(125e6, 125);
+  EXPECT_NEAR(t.Parameter("a1")->value, 125, 0.02 * 125);
+  EXPECT_NE(t.Parameter("a1")->source.find("marginal rate"), std::string::npos)
+      << t.Parameter("a1")->source;
+  EXPECT_NEAR(t.Parameter("b1")->value, 7e-6, 1e-12);
+  // Rounds that measure faster than the bucket's rate are capped at it.
+  PlatformTable fast = table(140e6, 125);
+  EXPECT_DOUBLE_EQ(fast.Parameter("a1")->value, 125);
+  EXPECT_NE(fast.Parameter("a1")->source.find("capped at the bucket's nominal 125 MB/s"),
+            std::string::npos)
+      << fast.Parameter("a1")->source;
+}
+
 }  // namespace
 }  // namespace invmw::fit
