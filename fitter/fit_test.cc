@@ -556,18 +556,33 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   truth["quota_period"] = 0.01;
   truth["cores"] = 2;
   truth["b8"] = 8e-9;
+  // Without the stall (b7 = 0) the total is the components minus the overlap; with it, the total
+  // also has the stall's idle share (sync20), what b7 adds to the total beyond t_sync and t_comm.
+  std::map<std::string, double> no_stall = truth;
+  no_stall["b7"] = 0;
   DataTable exact = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0, 1);
+  DataTable exact0 = Synthesize(q, kOpalFactors, OpalDesign(), no_stall, 0, 1);
+  ASSERT_EQ(exact.rows.size(), exact0.rows.size());
   auto col = [&](const std::string& name) {
     int c = exact.Column(name);
     EXPECT_GE(c, 0) << name;
     return static_cast<size_t>(c);
   };
-  for (const auto& row : exact.rows) {
+  for (size_t i = 0; i < exact.rows.size(); ++i) {
+    const auto& row = exact.rows[i];
+    const auto& row0 = exact0.rows[i];
     double s = row[0], p = row[1], n = row[3];
-    double sum =
-        row[col("t_par_comp")] + row[col("t_seq_comp")] + row[col("t_comm")] + row[col("t_sync")];
+    auto sum_of = [&](const std::vector<double>& r) {
+      return r[col("t_par_comp")] + r[col("t_seq_comp")] + r[col("t_comm")] + r[col("t_sync")];
+    };
+    double sum = sum_of(row), sum0 = sum_of(row0);
     double overlap = p < 2 ? 0 : s * (p - 1) / p * 8e-9 * p * 24 * n;
-    EXPECT_NEAR(row[col("t_wall")], sum - overlap, 1e-12 * sum) << "p " << p << " n " << n;
+    EXPECT_NEAR(row0[col("t_wall")], sum0 - overlap, 1e-12 * sum0) << "p " << p << " n " << n;
+    double idle = (row[col("t_wall")] - row0[col("t_wall")]) -
+                  (row[col("t_sync")] - row0[col("t_sync")]) -
+                  (row[col("t_comm")] - row0[col("t_comm")]);
+    EXPECT_GE(idle, -1e-12 * sum);
+    EXPECT_NEAR(row[col("t_wall")], sum + idle - overlap, 1e-12 * sum) << "p " << p << " n " << n;
     if (p >= 2)  // the copies, not the link, carry the bytes
       EXPECT_GT(row[col("t_comm")], s * (row[2] + 2) * 8e-9 * p * 24 * n * 0.999);
   }
