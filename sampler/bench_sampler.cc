@@ -9,7 +9,8 @@
 // futex wait): the least any sampler can cost. Between them, "floor fast": the wake plus the
 // calls of the fast tier (getrusage, and the read of the counters the sampler opens where
 // there are no hardware counters: a PERF_FORMAT_GROUP of three software events attached to the
-// main thread, inherited), what a tick without /proc costs. The
+// main thread, inherited), what a tick without /proc costs when it reads the counters (since
+// issue 23's fourth round the sampler reads them every N-th tick when a reading is dear). The
 // sampler reads the /proc sources every N-th tick only (sampler/tiers.h); the row "every tick"
 // (INVMW_SAMPLER_SLOW_BUDGET=0) shows what that saves. All shares are CPU time of the thread
 // (CLOCK_THREAD_CPUTIME_ID, i.e. getrusage of that thread) over wall time, so other load on the
