@@ -24,7 +24,7 @@ const std::vector<SourceSpec>& Sources() {
       {"counters",
        "hardware counters via PAPI, or the kernel's software events as fallback",
        Scope::kProcess,
-       {"INVMW_SAMPLER_PAPI"},
+       {"INVMW_SAMPLER_PAPI", "INVMW_SAMPLER_COUNTERS_BUDGET"},
        NewCountersSource,
        /*deferred=*/true,
        // One read of an event group, or PAPI_read: of a thread running on another CPU, a
