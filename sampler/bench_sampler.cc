@@ -9,7 +9,8 @@
 // futex wait): the least any sampler can cost. Between them, "floor fast": the wake plus the
 // calls of the fast tier (getrusage, and the read of the counters the sampler opens where
 // there are no hardware counters: a PERF_FORMAT_GROUP of three software events attached to the
-// main thread, inherited), what a tick without /proc costs. The
+// main thread, inherited), what a tick without /proc costs when it reads the counters (since
+// issue 23's fourth round the sampler reads them every N-th tick when a reading is dear). The
 // sampler reads the /proc sources every N-th tick only (sampler/tiers.h); the row "every tick"
 // (INVMW_SAMPLER_SLOW_BUDGET=0) shows what that saves. All shares are CPU time of the thread
 // (CLOCK_THREAD_CPUTIME_ID, i.e. getrusage of that thread) over wall time, so other load on the
@@ -29,7 +30,14 @@
 // target's difference; B - A, what an ideal sampler (a wake and nothing else) would show under
 // the same noise. Medians and ranges at the end.
 //
-//   bench_sampler [SECONDS per run, default 3] [ROUNDS, default 5]
+// While a row is measured the main thread (the one whose counters the sampler reads, as in a
+// rank) computes, as an application's does: reading the counters of a thread that runs on
+// another CPU is a cross-CPU call the reader waits for (perf_event_read ->
+// smp_call_function_single: 15-20 us per read in this VM), which a sleeping main thread spares
+// (1-3 us); benchmarks before issue 23's fourth round slept there and understated the counters'
+// cost. `idle` as the third argument measures that way again, for comparison.
+//
+//   bench_sampler [SECONDS per run, default 3] [ROUNDS, default 5] [busy (default) | idle]
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/perf_event.h>
@@ -54,6 +62,18 @@
 #include "sampler/sampler.h"
 
 namespace {
+
+// Whether the main thread computes (the default) or sleeps while a row is measured.
+bool g_idle_main = false;
+
+// The main thread for `seconds`: computing (a tight loop on the monotonic clock), or asleep.
+void Wait(double seconds) {
+  if (g_idle_main) return std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  volatile uint64_t sink = 0;
+  while (std::chrono::steady_clock::now() < end)
+    for (int i = 0; i < 1000; ++i) sink = sink + uint64_t(i);
+}
 
 double ThreadCpu() {
   timespec ts;
@@ -177,7 +197,7 @@ struct Floor {
 Floor MeasureFloor(double interval, double seconds, FloorKind kind) {
   FloorThread t(interval, kind, 0.0);
   t.Start();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  Wait(seconds);
   t.Stop();
   return Floor{t.samples(), t.cpu_s()};
 }
@@ -205,7 +225,7 @@ bool RunSampler(const std::string& run_dir, double interval, bool every_tick, do
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (started) started();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  Wait(seconds);
   if (stopping) stopping();
   invmw::sampler::Stop();
   out->wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -225,10 +245,15 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
-  if (!(seconds > 0) || rounds < 0) {
-    std::fprintf(stderr, "usage: bench_sampler [SECONDS per run, > 0] [ROUNDS, >= 0]\n");
+  const std::string main_mode = argc > 3 ? argv[3] : "busy";
+  g_idle_main = main_mode == "idle";
+  if (!(seconds > 0) || rounds < 0 || (main_mode != "busy" && main_mode != "idle")) {
+    std::fprintf(stderr,
+                 "usage: bench_sampler [SECONDS per run, > 0] [ROUNDS, >= 0] [busy | idle]\n");
     return 2;
   }
+  std::printf("main thread %s while measuring (its counters are what the sampler reads)\n",
+              g_idle_main ? "asleep" : "computing");
   const std::string dir =
       std::filesystem::temp_directory_path() / ("invmw-bench-sampler-" + std::to_string(getpid()));
   std::printf("%-12s %7s %8s %12s %8s %8s %13s %11s %12s\n", "interval", "metrics", "samples",
@@ -295,9 +320,9 @@ int main(int argc, char** argv) {
         "%%: per tick x 100 ticks/s, of a core;\n target: sampler under max(0.3%%, wake A + "
         "0.1%%); order: who wakes first at an instant, s = sampler, A, B):\n",
         seconds);
-    std::printf("%-6s %-6s %8s %8s %10s %10s %10s %9s %9s %12s %9s %7s\n", "round", "order",
+    std::printf("%-6s %-6s %8s %8s %10s %10s %10s %9s %9s %12s %9s %7s %14s\n", "round", "order",
                 "samples", "wakes A", "sampler us", "wake A us", "wake B us", "sampler", "wake A",
-                "sampler-A pp", "B-A pp", "target");
+                "sampler-A pp", "B-A pp", "target", "counters N/us");
     std::vector<double> sampler, wake, diff, null_diff, sampler_us, wake_us;
     int met = 0;
     for (int k = 0; k < rounds; ++k) {
@@ -314,7 +339,7 @@ int main(int argc, char** argv) {
               next_dir("paired"), interval, false, seconds,
               [&] {
                 if (floors_first) return;
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                Wait(0.05);
                 start_floors();
               },
               [&] { a.Stop(), b.Stop(); }, &r))
@@ -330,10 +355,17 @@ int main(int argc, char** argv) {
           null_diff.push_back(wb - wa), sampler_us.push_back(su), wake_us.push_back(au);
       const std::string order =
           floors_first ? (a_first ? "ABs" : "BAs") : (a_first ? "sAB" : "sBA");
-      std::printf("%-6d %-6s %8llu %8llu %10.1f %10.1f %10.1f %8.3f%% %8.3f%% %12.3f %9.3f %7s\n",
-                  k + 1, order.c_str(), (unsigned long long)r.st.samples,
-                  (unsigned long long)a.samples(), su, au, bu, s, wa, s - wa, wb - wa,
-                  ok ? "met" : "missed");
+      std::string ctr = "-";
+      for (const auto& t : r.st.tiers)
+        if (t.source == "counters") {
+          char b[48];
+          std::snprintf(b, sizeof b, "%u/%.1f", t.every, t.cost_s * 1e6);
+          ctr = b;
+        }
+      std::printf(
+          "%-6d %-6s %8llu %8llu %10.1f %10.1f %10.1f %8.3f%% %8.3f%% %12.3f %9.3f %7s %14s\n",
+          k + 1, order.c_str(), (unsigned long long)r.st.samples, (unsigned long long)a.samples(),
+          su, au, bu, s, wa, s - wa, wb - wa, ok ? "met" : "missed", ctr.c_str());
     }
     auto range = [](const std::vector<double>& v) {
       char b[96];

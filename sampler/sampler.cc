@@ -176,6 +176,10 @@ class Streamer {
   uint64_t seq_ = 0, sent_ = 0, dropped_ = 0, drop_every_ = 0;
 };
 
+const char* TierName(Tier t) {
+  return t == Tier::kFast ? "fast" : t == Tier::kSlow ? "slow" : "measured";
+}
+
 class Sampler {
  public:
   explicit Sampler(const StartOptions& o) : opt_(o) {}
@@ -284,9 +288,8 @@ class Sampler {
     s.num_metrics = metrics_.size();
     s.wrote_resources = wrote_resources_;
     for (const auto& a : active_)
-      s.tiers.push_back(Stats::SourceTier{a.spec->name,
-                                          a.spec->tier == Tier::kFast ? "fast" : "slow", a.every,
-                                          a.phase, a.cost_s, a.reads, a.fixed});
+      s.tiers.push_back(Stats::SourceTier{a.spec->name, TierName(a.spec->tier), a.every, a.phase,
+                                          a.cost_s, a.reads, a.fixed});
     if (streamer_) s.datagrams_sent = streamer_->sent(), s.datagrams_dropped = streamer_->dropped();
     return s;
   }
@@ -307,12 +310,14 @@ class Sampler {
     uint32_t every = 1, phase = 0;
     bool fixed = false;          // N from INVMW_SAMPLER_EVERY
     double cost_s = 0;           // the cost N was planned from (0: not measured yet)
-    tiers::CostEstimate cost{};  // its full readings' measured times (slow sources)
+    tiers::CostEstimate cost{};  // its full readings' measured times (slow, measured)
     uint64_t reads = 0;          // full readings
   };
 
   // N and the offsets of the slow sources from their measured costs (tiers.h). Fixed ones
   // (INVMW_SAMPLER_EVERY) count in the budget's division all the same: they take their share.
+  // A kMeasured source (the counters) has a budget of its own and takes the offset after the
+  // slow sources', so that its readings do not fall on the same ticks as the first one's.
   // settle: a re-planning during the run, which keeps an N that moved by an eighth or less.
   void Plan(bool settle = false) {
     size_t num_slow = 0;
@@ -325,15 +330,18 @@ class Sampler {
       uint32_t every = 1;
       if (it != every_.end()) {
         every = it->second, a.fixed = true;
-      } else if (a.spec->tier == Tier::kSlow) {
+      } else if (a.spec->tier != Tier::kFast) {
         const double cost = a.cost.Median();
         every =
-            tiers::ChooseEvery(cost, interval_s_, cfg_.SAMPLER_SLOW_BUDGET, num_slow, max_every);
+            a.spec->tier == Tier::kSlow
+                ? tiers::ChooseEvery(cost, interval_s_, cfg_.SAMPLER_SLOW_BUDGET, num_slow,
+                                     max_every)
+                : tiers::MeasuredEvery(cost, interval_s_, cfg_.SAMPLER_COUNTERS_BUDGET, max_every);
         if (settle && !tiers::Settle(a.every, every)) continue;
         a.cost_s = cost;
       }
       a.every = every;
-      a.phase = tiers::Phase(slow_index, a.every);
+      a.phase = tiers::Phase(a.spec->tier == Tier::kMeasured ? num_slow : slow_index, a.every);
     }
   }
 
@@ -489,9 +497,10 @@ class Sampler {
 
   // The sources due on this tick (tiers.h; the tick is the index of the sample being taken),
   // or all of them. A source's first reading is the base of its accumulated metrics; before it
-  // (a deferred source not yet open) its values are 0. The full readings of a slow source are
-  // timed (rdtsc, a few nanoseconds); its N is planned from the median of the recent ones
-  // (tiers::CostEstimate) after each of its first four readings and re-planned once a second.
+  // (a deferred source not yet open) its values are 0. The full readings of a slow or measured
+  // source are timed (rdtsc, a few nanoseconds); its N is planned from the median of the recent
+  // ones (tiers::CostEstimate) after each of its first four readings and re-planned once a
+  // second. Between its readings a source's values repeat (raw_ keeps them).
   void ReadSources(uint64_t t, bool all) {
     constexpr uint64_t kFirst = 4;
     bool replan = false;
@@ -500,7 +509,7 @@ class Sampler {
         if (a.spec->fast_part) a.src->ReadFast(&raw_[a.first]);
         continue;
       }
-      if (a.spec->tier == Tier::kSlow) {
+      if (a.spec->tier != Tier::kFast) {
         const uint64_t t0 = clock::Ticks();
         a.src->Read(&raw_[a.first]);
         a.cost.Add(double(clock::Ticks() - t0) / tps_);
@@ -784,7 +793,7 @@ class Sampler {
   json Tiers() const {
     json t = json::object();
     for (const auto& a : active_)
-      t[a.spec->name] = {{"tier", a.spec->tier == Tier::kFast ? "fast" : "slow"},
+      t[a.spec->name] = {{"tier", TierName(a.spec->tier)},
                          {"every", a.every},
                          {"fixed", a.fixed},
                          {"cost_us", a.cost_s * 1e6},

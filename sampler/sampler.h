@@ -77,9 +77,9 @@ struct Stats {
   bool wrote_resources = false;  // Stop created raw/resources-R.json
   // Per open source, its tier schedule (sampler/tiers.h) at the end.
   struct SourceTier {
-    std::string source, tier;  // tier: "fast" or "slow"
+    std::string source, tier;  // tier: "fast", "slow" or "measured"
     uint32_t every = 1, phase = 0;
-    double cost_s = 0;   // one full reading's cost N was planned from (slow sources; tiers.h)
+    double cost_s = 0;   // one full reading's cost N was planned from (slow, measured; tiers.h)
     uint64_t reads = 0;  // full readings, the first and last sample included
     bool fixed = false;  // N from INVMW_SAMPLER_EVERY
   };

@@ -64,8 +64,10 @@ class Source {
 };
 
 // sampler/tiers.h: a kFast source is read every tick; a kSlow one (it parses /proc or cgroup
-// text) every N-th tick, N from its measured cost and INVMW_SAMPLER_SLOW_BUDGET.
-enum class Tier { kFast, kSlow };
+// text) every N-th tick, N from its measured cost and INVMW_SAMPLER_SLOW_BUDGET; a kMeasured one
+// every tick while its measured cost fits a budget of its own (INVMW_SAMPLER_COUNTERS_BUDGET),
+// else every N-th tick (the counters: cheap on bare metal, a cross-CPU call in some VMs).
+enum class Tier { kFast, kSlow, kMeasured };
 
 struct SourceSpec {
   const char* name;         // used in INVMW_SAMPLER_SOURCES and as metric prefix
