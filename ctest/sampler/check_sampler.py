@@ -58,12 +58,15 @@ def check_mpi(a):
         counters = {k: v for k, v in x.get("counters", {}).items() if v > 0}
         check(len(counters) > 0, "rank %d: counter values arrive: %s" % (rank, counters))
         cpu = x["cpu_user_s"] + x["cpu_system_s"]
-        if "counters.task_clock" in x.get("counters", {}):
+        # The busy rank only: the counters open after the sampler starts, so a rank with little
+        # CPU time (rank 1 sleeps) has most of it, MPI_Init's, before they count.
+        if rank == 0 and "counters.task_clock" in x.get("counters", {}):
             tc = x["counters"]["counters.task_clock"] * 1e-9
             check(abs(tc - cpu) <= 0.2 * cpu + 0.02,
                   "rank %d: task clock %.3f s grows with CPU time %.3f s" % (rank, tc, cpu))
-    check(res[0]["cpu_user_s"] > 0.8 * res[0]["wall_s"],
-          "busy rank 0: CPU user %.3f s > 80%% of wall %.3f s" % (res[0]["cpu_user_s"], res[0]["wall_s"]))
+    # c_sampler's rank 0 computes until it has had `busy` seconds of CPU time (whatever the load).
+    check(res[0]["cpu_user_s"] > 0.8 * busy,
+          "busy rank 0: CPU user %.3f s > 80%% of its %.1f s of computation" % (res[0]["cpu_user_s"], busy))
     check(res[1]["cpu_user_s"] < 0.5 * res[1]["wall_s"],
           "sleeping rank 1: CPU user %.3f s < 50%% of wall" % res[1]["cpu_user_s"])
     check(res[1]["io_write_bytes"] >= nbytes,
