@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <tuple>
 #include <sstream>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 
 #include "analysis/analysis.h"
 #include "otf2_writer/converter.h"
+#include "otf2_writer/otf2_open.h"
 #include "otf2_writer/tests/synthetic_run.h"
 
 namespace invmw::analysis {
@@ -157,6 +159,109 @@ TEST(Threads, SameWithCrashAndUnmatchedSend) {
   so.crash = true;
   so.unmatched_send = true;
   ExpectSameForAnyThreads(so, "crash");
+}
+
+// Two nonblocking receives on one channel completed in the reverse of their posting order: the
+// reader meets the second's completion first, and its matching list, put channel by channel,
+// holds that channel's records out of MPI's order; they are matched in posting order all the
+// same (the first send to the first posted receive), with any number of reader threads.
+void Ok(OTF2_ErrorCode rc) {
+  if (rc != OTF2_SUCCESS) throw std::runtime_error(OTF2_Error_GetName(rc));
+}
+
+TEST(Threads, ReceivesCompletedOutOfPostingOrder) {
+  const std::string dir =
+      fs::temp_directory_path() / ("invmw-threads-test-order-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  enum : OTF2_RegionRef { kSend, kIrecv, kWait, kRegions };
+  const uint32_t tag = 5;
+  const uint64_t ns = 1000;  // ticks per microsecond (resolution 1e9)
+  OTF2_Archive* archive = otf2::OpenArchiveForWriting(dir, "traces", 1 << 20, 1 << 20);
+  ASSERT_NE(archive, nullptr);
+  Ok(OTF2_Archive_OpenEvtFiles(archive));
+  std::vector<uint64_t> counts(2);
+  {
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, 0);  // rank 0: two sends
+    for (uint64_t k = 1; k <= 2; ++k) {
+      Ok(OTF2_EvtWriter_Enter(w, nullptr, 10 * k * ns, kSend));
+      Ok(OTF2_EvtWriter_MpiSend(w, nullptr, 10 * k * ns, 1, 0, tag, 100 * k));
+      Ok(OTF2_EvtWriter_Leave(w, nullptr, 10 * k * ns + ns, kSend));
+    }
+    counts[0] = 6;
+    Ok(OTF2_Archive_CloseEvtWriter(archive, w));
+  }
+  {
+    OTF2_EvtWriter* w = OTF2_Archive_GetEvtWriter(archive, 1);  // rank 1: requests 1, 2
+    for (uint64_t req = 1; req <= 2; ++req) {
+      Ok(OTF2_EvtWriter_Enter(w, nullptr, 2 * req * ns, kIrecv));
+      Ok(OTF2_EvtWriter_MpiIrecvRequest(w, nullptr, 2 * req * ns, req));
+      Ok(OTF2_EvtWriter_Leave(w, nullptr, 2 * req * ns + ns, kIrecv));
+    }
+    // Request 2 completes first (events 6-8), then request 1 (events 9-11).
+    for (uint64_t req : {2, 1}) {
+      const uint64_t t = (req == 2 ? 30 : 40) * ns;
+      Ok(OTF2_EvtWriter_Enter(w, nullptr, t, kWait));
+      Ok(OTF2_EvtWriter_MpiIrecv(w, nullptr, t + ns, 0, 0, tag, 100 * (3 - req), req));
+      Ok(OTF2_EvtWriter_Leave(w, nullptr, t + 2 * ns, kWait));
+    }
+    counts[1] = 12;
+    Ok(OTF2_Archive_CloseEvtWriter(archive, w));
+  }
+  Ok(OTF2_Archive_CloseEvtFiles(archive));
+  Ok(OTF2_Archive_OpenDefFiles(archive));
+  for (uint64_t r = 0; r < 2; ++r)
+    Ok(OTF2_Archive_CloseDefWriter(archive, OTF2_Archive_GetDefWriter(archive, r)));
+  Ok(OTF2_Archive_CloseDefFiles(archive));
+  OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(archive);
+  Ok(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, 0, 100 * ns,
+                                               OTF2_UNDEFINED_TIMESTAMP));
+  OTF2_StringRef next = 0;
+  auto str = [&](const std::string& s) {
+    Ok(OTF2_GlobalDefWriter_WriteString(g, next, s.c_str()));
+    return next++;
+  };
+  const OTF2_StringRef empty = str("");
+  const char* names[kRegions] = {"MPI_Send", "MPI_Irecv", "MPI_Wait"};
+  for (OTF2_RegionRef i = 0; i < kRegions; ++i) {
+    const OTF2_StringRef s = str(names[i]);
+    Ok(OTF2_GlobalDefWriter_WriteRegion(g, i, s, s, empty, OTF2_REGION_ROLE_POINT2POINT,
+                                        OTF2_PARADIGM_MPI, OTF2_REGION_FLAG_NONE, empty, 0, 0));
+  }
+  Ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, str("node"), str("machine"),
+                                              OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+  std::vector<uint64_t> locs{0, 1};
+  for (uint64_t r = 0; r < 2; ++r) {
+    Ok(OTF2_GlobalDefWriter_WriteLocationGroup(g, r, str("rank " + std::to_string(r)),
+                                               OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                               OTF2_UNDEFINED_LOCATION_GROUP));
+    Ok(OTF2_GlobalDefWriter_WriteLocation(g, r, str("rank " + std::to_string(r) + " thread 0"),
+                                          OTF2_LOCATION_TYPE_CPU_THREAD, counts[r], r));
+  }
+  Ok(OTF2_GlobalDefWriter_WriteGroup(g, 0, str("world locations"), OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                                     OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, 2, locs.data()));
+  const OTF2_StringRef world = str("MPI_COMM_WORLD");
+  Ok(OTF2_GlobalDefWriter_WriteGroup(g, 1, world, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                     OTF2_GROUP_FLAG_NONE, 2, locs.data()));
+  Ok(OTF2_GlobalDefWriter_WriteComm(g, 0, world, 1, OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
+  Ok(OTF2_Archive_Close(archive));
+
+  for (int threads : {1, 2}) {
+    otf2::ReadOptions ro;
+    ro.threads = threads;
+    const Trace t = otf2::ReadTrace(dir + "/traces.otf2", ro);
+    ASSERT_EQ(t.messages.size(), 2u) << threads << " threads";
+    EXPECT_TRUE(t.unmatched_sends.empty() && t.unmatched_recvs.empty());
+    for (const auto& m : t.messages) {
+      // The first send (100 bytes, event 1) to the first posted receive (request 1, posted at
+      // 2 us, completed at event 10); the second (event 4) to request 2 (event 7).
+      const bool first = m.send_event == 1;
+      EXPECT_EQ(m.bytes, first ? 100u : 200u);
+      EXPECT_EQ(m.recv_event, first ? 10u : 7u) << threads << " threads";
+      EXPECT_DOUBLE_EQ(m.recv_post_time, first ? 2e-6 : 4e-6) << threads << " threads";
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Threads, InvalidThreadCount) {
