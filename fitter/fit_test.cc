@@ -494,7 +494,7 @@ TEST(Fit, HuberLossRecoversTruthWithStalledRuns) {
   FitResult rp = Fit(m, d, plain), rh = Fit(m, d, huber);
   ASSERT_TRUE(rh.converged);
   double worst_plain = 0, worst_huber = 0;
-  for (const std::string& name : {"a2", "a3", "a4"}) {
+  for (const char* name : {"a2", "a3", "a4"}) {
     size_t k = static_cast<size_t>(m.ParamIndex(name));
     double truth = kOpalTruth.at(name);
     worst_plain = std::max(worst_plain, std::fabs(rp.params[k].value - truth) / truth);
@@ -531,7 +531,7 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));
   EXPECT_NEAR(r.params[k].value, 1.5, 0.05 * 1.5);
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b7") << e.reason;
-  for (const std::string& name : {"a2", "a3", "a4"}) {
+  for (const char* name : {"a2", "a3", "a4"}) {
     size_t j = static_cast<size_t>(q.ParamIndex(name));
     EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
   }
@@ -583,8 +583,9 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
                   (row[col("t_comm")] - row0[col("t_comm")]);
     EXPECT_GE(idle, -1e-12 * sum);
     EXPECT_NEAR(row[col("t_wall")], sum + idle - overlap, 1e-12 * sum) << "p " << p << " n " << n;
-    if (p >= 2)  // the copies, not the link, carry the bytes
+    if (p >= 2) {  // the copies, not the link, carry the bytes
       EXPECT_GT(row[col("t_comm")], s * (row[2] + 2) * 8e-9 * p * 24 * n * 0.999);
+    }
   }
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 7);
   FitOptions o;
@@ -595,7 +596,7 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b8") << e.reason;
-  for (const std::string& name : {"b8", "a3", "b7"}) {
+  for (const char* name : {"b8", "a3", "b7"}) {
     size_t j = static_cast<size_t>(q.ParamIndex(name));
     EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
   }
@@ -620,7 +621,7 @@ TEST(Fit, OpalRefillRecoversTheRateWhenTheBucketRefillsAtItsOwnRate) {
   o.fixed = {{"b5_loop", 1e-5}, {"burst", 1e6}, {"burst_rate", 400}, {"nodes", 8}};
   FitResult r = Fit(m, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
-  for (const std::string& name : {"a1", "a3", "b7"}) {
+  for (const char* name : {"a1", "a3", "b7"}) {
     size_t j = static_cast<size_t>(m.ParamIndex(name));
     EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
   }
@@ -654,7 +655,7 @@ TEST(Fit, OpalStallRecoversTheStallInUnitsOfTheProbe) {
       {"b5_loop", 1e-5}, {"b5_stall", 2e-3}, {"burst", 16384}, {"burst_rate", 12.5}, {"nodes", 8}};
   FitResult r = Fit(m, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
-  for (const std::string& name : {"b7", "a2", "a3", "a4"}) {
+  for (const char* name : {"b7", "a2", "a3", "a4"}) {
     size_t j = static_cast<size_t>(m.ParamIndex(name));
     EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
   }

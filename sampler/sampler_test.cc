@@ -293,9 +293,10 @@ TEST(Sampler, CountersOpenAfterStartAndCountFromTheirFirstReading) {
   for (uint64_t t : starts) EXPECT_EQ(t, start) << "one first reading for the whole source";
   EXPECT_GT(start, sampler_start);
   // PAPI, when it could start at all, started inside Start, not on the sampler thread.
-  if (app["papi_initialized_at_end"].get<int>() != 0)
+  if (app["papi_initialized_at_end"].get<int>() != 0) {
     EXPECT_NE(app["papi_initialized_at_start"].get<int>(), 0)
         << "PAPI_library_init ran on the sampler thread, while the application runs";
+  }
   // Zero until their first reading (a sample of its own at `start`), counts after it.
   size_t first = s.size();
   for (size_t i = 0; i < s.size(); ++i)

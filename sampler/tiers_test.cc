@@ -182,8 +182,9 @@ TEST(Tiers, SlowSourcesReadOnTheirTicksAndArrive) {
       ++node_changes;
       EXPECT_TRUE(due) << "node_cpu read on tick " << tick << ", not one of its ticks";
     }
-    if (s.at(i, size_t(rss)) != s.at(i - 1, size_t(rss)))
+    if (s.at(i, size_t(rss)) != s.at(i - 1, size_t(rss))) {
       EXPECT_TRUE(tiers::Due(proc->every, proc->phase, tick)) << "proc.rss read on tick " << tick;
+    }
     if (!tiers::Due(proc->every, proc->phase, tick) &&
         s.at(i, size_t(pcpu)) != s.at(i - 1, size_t(pcpu)))
       ++cpu_changes_off_tick;
