@@ -116,26 +116,25 @@ class ChunkedList {
   template <typename Slot>
   void MoveInto(std::vector<T>& out, Slot slot) {
     size_t i = 0;
-    for (size_t k = 0; k < chunks_.size(); ++k) {
-      for (const T& x : chunks_[k]) out[slot(i++)] = x;
-      std::vector<T>().swap(chunks_[k]);
-#ifdef __GLIBC__
-      if (k % 32 == 31) malloc_trim(0);
-#endif
-    }
-    std::vector<std::vector<T>>().swap(chunks_);
-    size_ = 0;
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    Drain([&](const std::vector<T>& c) {
+      for (const T& x : c) out[slot(i++)] = x;
+    });
   }
   // Every record in one vector; the chunks are freed (and their pages given back) as they are
   // copied, so the list is held about once.
   std::vector<T> Take() {
     std::vector<T> v;
     v.reserve(size_);
+    Drain([&](const std::vector<T>& c) { v.insert(v.end(), c.begin(), c.end()); });
+    return v;
+  }
+
+ private:
+  // Hands each chunk to consume, then frees it.
+  template <typename F>
+  void Drain(F consume) {
     for (size_t k = 0; k < chunks_.size(); ++k) {
-      v.insert(v.end(), chunks_[k].begin(), chunks_[k].end());
+      consume(chunks_[k]);
       std::vector<T>().swap(chunks_[k]);
 #ifdef __GLIBC__
       // Chunks that came from the heap are resident until trimmed.
@@ -147,10 +146,8 @@ class ChunkedList {
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
-    return v;
   }
 
- private:
   static constexpr size_t kChunk = size_t(1) << 16;
   std::vector<std::vector<T>> chunks_;
   size_t size_ = 0;
