@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fitter/median.h"
+
 namespace invmw::fit {
 
 double NormalQuantile(double p) {
@@ -30,19 +32,6 @@ double NormalQuantile(double p) {
   return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
-
-namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  size_t h = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + h, v.end());
-  double m = v[h];
-  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), v.begin() + h)) / 2;
-  return m;
-}
-
-}  // namespace
 
 std::vector<ModelDiscrepancy> EstimateModelError(
     const Model& model, const std::vector<CalibrationResidual>& residuals) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fitter/fit.h"
+#include "fitter/median.h"
 
 namespace invmw::fit {
 
@@ -149,14 +150,7 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
   // few microseconds, so one round that met a quota stall or a descheduled rank (plfC: 0.12 and
   // 0.17 ms next to 5-8 us on two TCP platforms) moved the mean 8-10x and with it every
   // p x b1 term of the target's prediction. With two rounds the median is the mean.
-  double b1_value = 0;
-  if (sizes.front() == 0) {
-    std::vector<double> sorted = smallest;
-    std::sort(sorted.begin(), sorted.end());
-    size_t n = sorted.size();
-    b1_value = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  }
-  o.fixed["b1"] = b1_value;
+  o.fixed["b1"] = sizes.front() == 0 ? Median(smallest) : 0;
   FitResult r = Fit(pp, d, o);
   if (!r.converged) throw ProbeError("the ping-pong fit did not converge: " + r.solver_message);
   const int replications = PingPongReplications(s);
@@ -181,10 +175,8 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     if (rk.converged) round_a1.push_back(rk.params[pp.ParamIndex("a1")].value);
   }
   if (round_a1.size() >= 2) {
-    std::sort(round_a1.begin(), round_a1.end());
-    size_t n = round_a1.size();
-    r.params[pp.ParamIndex("a1")].value =
-        n % 2 ? round_a1[n / 2] : 0.5 * (round_a1[n / 2 - 1] + round_a1[n / 2]);
+    std::sort(round_a1.begin(), round_a1.end());  // the text names the range
+    r.params[pp.ParamIndex("a1")].value = Median(round_a1);
   }
   // On a token bucket (an emulated platform's tc tbf, burst > 0), a1 is the marginal rate of the
   // messages far above the burst: the slope of a free-intercept least-squares line through the
@@ -216,7 +208,7 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     if (!marginal.empty()) {
       std::sort(marginal.begin(), marginal.end());
       size_t n = marginal.size();
-      double a1 = n % 2 ? marginal[n / 2] : 0.5 * (marginal[n / 2 - 1] + marginal[n / 2]);
+      double a1 = Median(marginal);
       // No link passes more than its bucket's rate (plfD's 1 Gbit/s rounds: 125-142 MB/s).
       const bool capped = c.burst_rate_mbs > 0 && a1 > c.burst_rate_mbs;
       if (capped) a1 = c.burst_rate_mbs;
@@ -303,9 +295,8 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     // of three by a factor of two (issue 20, the rounds of plfB's 1 Gbit/s and plfC's 100 Mbit/s).
     std::vector<double> stall = s.barrier_stall;
     for (double& v : stall) v = std::max(0.0, v - bar.mean);
-    std::sort(stall.begin(), stall.end());
-    size_t n = stall.size();
-    double med = n % 2 ? stall[n / 2] : 0.5 * (stall[n / 2 - 1] + stall[n / 2]);
+    const size_t n = stall.size();
+    const double med = Median(stall);
     t.parameters.push_back(
         {"b5_stall", med, "s",
          "probe-barrier --compute-us " + G(s.barrier_compute_us, "%.0f") + ": median over " +

@@ -33,6 +33,19 @@ std::string ProbeText(double a1, double b1, double b5, uint64_t seed) {
   return s.str();
 }
 
+// Ping-pong lines plus one barrier round and the three kernels at fixed values, parsed: for
+// tests about the link alone.
+ProbeSamples WithBarrierAndKernels(std::string text) {
+  text += R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
+          "\n";
+  for (const char* k : {"pair_check", "pair_energy", "bonded"})
+    text += std::string(R"({"probe":"kernel","kernel":")") + k +
+            R"(","per_unit_s":1e-8,"units":10})" + "\n";
+  ProbeSamples s;
+  ParseProbeLines(text, "probe.out", &s);
+  return s;
+}
+
 ProbeContext Context() {
   ProbeContext c;
   c.name = "node";
@@ -261,13 +274,7 @@ TEST(Probe, RateOfALimitedNetworkComesFromTheLargeMessages) {
            << R"(,"mean_s":)" << t << "}\n";
     }
   }
-  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
-       << "\n";
-  for (const char* k : {"pair_check", "pair_energy", "bonded"})
-    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
-         << "\n";
-  ProbeSamples s;
-  ParseProbeLines(text.str(), "probe.out", &s);
+  ProbeSamples s = WithBarrierAndKernels(text.str());
   PlatformTable t = EstimatePlatform(s, Context());
   EXPECT_NEAR(t.Parameter("a1")->value, 12.5, 0.05 * 12.5);
   EXPECT_NEAR(t.Parameter("b1")->value, 10e-6, 1e-9);
@@ -285,13 +292,7 @@ TEST(Probe, RateIsTheMedianOverRounds) {
       text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
            << R"(,"mean_s":)" << 10e-6 + bytes / rate * (1 + 0.01 * (k - 1.5)) << "}\n";
   }
-  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
-       << "\n";
-  for (const char* k : {"pair_check", "pair_energy", "bonded"})
-    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
-         << "\n";
-  ProbeSamples s;
-  ParseProbeLines(text.str(), "probe.out", &s);
+  ProbeSamples s = WithBarrierAndKernels(text.str());
   PlatformTable t = EstimatePlatform(s, Context());
   EXPECT_NEAR(t.Parameter("a1")->value, 12.5, 0.02 * 12.5);
   EXPECT_NE(t.Parameter("a1")->source.find("median of the 4 replications' own slopes"),
@@ -328,13 +329,7 @@ TEST(Probe, LatencyIsTheMedianOverRounds) {
     for (double bytes : {0.0, 262144.0, 1048576.0})
       text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
            << R"(,"mean_s":)" << (bytes == 0 ? zero_byte[k] : 5.2e-6 + bytes / 500e6) << "}\n";
-  text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
-       << "\n";
-  for (const char* k : {"pair_check", "pair_energy", "bonded"})
-    text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
-         << "\n";
-  ProbeSamples s;
-  ParseProbeLines(text.str(), "probe.out", &s);
+  ProbeSamples s = WithBarrierAndKernels(text.str());
   PlatformTable t = EstimatePlatform(s, Context());
   EXPECT_NEAR(t.Parameter("b1")->value, 5.28e-6, 1e-12);
   EXPECT_NE(t.Parameter("b1")->source.find("median over the replications"), std::string::npos)
@@ -358,13 +353,7 @@ TEST(Probe, RateOfATokenBucketIsTheMarginalRateOfTheLargeMessages) {
         text << R"({"probe":"pingpong","bytes":)" << bytes << R"(,"reps":3,"replication":)" << k
              << R"(,"mean_s":)" << t << "}\n";
       }
-    text << R"({"probe":"barrier","ranks":2,"reps":100,"replication":0,"mean_s":1e-5})"
-         << "\n";
-    for (const char* k : {"pair_check", "pair_energy", "bonded"})
-      text << R"({"probe":"kernel","kernel":")" << k << R"(","per_unit_s":1e-8,"units":10})"
-           << "\n";
-    ProbeSamples s;
-    ParseProbeLines(text.str(), "probe.out", &s);
+    ProbeSamples s = WithBarrierAndKernels(text.str());
     ProbeContext c = Context();
     c.burst_bytes = 81920;
     c.burst_rate_mbs = nominal_mbs;

@@ -4,17 +4,13 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <utility>
+
+#include "fitter/median.h"
 
 namespace invmw::fit {
 
 namespace {
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The standard deviation of the statistic of x, relative: the replications' sd of log t over
 // sqrt(R), times sqrt(pi/2) for the median of more than 2 (its efficiency under Gaussian noise).
@@ -65,7 +61,7 @@ double PooledSdLog(const std::map<long, std::vector<double>>& groups) {
 double Statistic(std::vector<double> x, const std::string& statistic) {
   if (x.empty()) return NAN;
   if (statistic == "mean") return std::accumulate(x.begin(), x.end(), 0.0) / x.size();
-  return MedianOf(std::move(x));
+  return Median(std::move(x));
 }
 
 double NoiseFloorPct(const std::vector<double>& x, const std::string& statistic) {
@@ -77,10 +73,7 @@ double MedianAbs(std::vector<double> values) {
   std::vector<double> v;
   for (double x : values)
     if (std::isfinite(x)) v.push_back(std::fabs(x));
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return Median(std::move(v));
 }
 
 Validation Validate(const Model& model, const std::vector<double>& params, const DataTable& data,
@@ -155,7 +148,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
         continue;
       }
       ++v.drift.pairs;
-      drift[r] = ref.rows[it->second][tc] / MedianOf(ref_by_point[g]);
+      drift[r] = ref.rows[it->second][tc] / Median(ref_by_point[g]);
       partner[r] = ref.RowOrigin(it->second);
       drifts.push_back(100 * (drift[r] - 1));
       raw[g].push_back(t);
@@ -227,7 +220,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
         double ss = 0;
         for (double x : m) ss += (x - vr.mean) * (x - vr.mean);
         vr.sd = m.size() > 1 ? std::sqrt(ss / (m.size() - 1)) : 0;
-        vr.median = MedianOf(m);
+        vr.median = Median(m);
       }
       vr.predicted = rs[k].expr.Eval<double>(f.data(), params.data());
       const double measured = opts.statistic == "mean" ? vr.mean : vr.median;
@@ -291,10 +284,10 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
         e.push_back(deviations[k][i].empty() ? 0 : deviations[k][i][b]);
       }
       if (e.empty()) continue;
-      med_b.push_back(MedianOf(e));
+      med_b.push_back(Median(e));
       worst_b.push_back(*std::max_element(e.begin(), e.end()));
     }
-    s.noise_floor_median_abs_pct = MedianOf(med_b);
+    s.noise_floor_median_abs_pct = Median(med_b);
     // Replications chosen from the measured spread: the fewest whose statistic has a median
     // |error| of at most ValidateOptions::floor_target_pct for an exact model.
     s.sd_log_run = PooledSdLog(spread[k]);
@@ -304,10 +297,10 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       double r = f * (s.sd_log_run / per) * (s.sd_log_run / per);
       s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
     }
-    s.noise_floor_worst_abs_pct = MedianOf(worst_b);
+    s.noise_floor_worst_abs_pct = Median(worst_b);
     for (size_t l = 0; l < s.coverage.size(); ++l) {
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];
-      if (!rel_width[k][l].empty()) s.median_relative_width[l] = MedianOf(rel_width[k][l]);
+      if (!rel_width[k][l].empty()) s.median_relative_width[l] = Median(rel_width[k][l]);
     }
     if (opts.cov) {
       s.model_sd_log = s.transfer_sd_log = 0;
