@@ -520,12 +520,13 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   truth["quota_period"] = 0.01;
   truth["cores"] = 2;
   truth["b8"] = 0;  // no copy time: the pipeline fixes an undetermined b8 at 0
+  truth["b9"] = 0;  // compute phases at the quota's rate throughout (revision 3's b9 = 0)
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 5);
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
   o.fixed = {{"b5_loop", 1e-5},      {"burst", 16384}, {"cpu_quota", 0.25},
-             {"quota_period", 0.01}, {"cores", 2},     {"b8", 0}};
+             {"quota_period", 0.01}, {"cores", 2},     {"b8", 0}, {"b9", 0}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));
@@ -556,6 +557,7 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   truth["quota_period"] = 0.01;
   truth["cores"] = 2;
   truth["b8"] = 8e-9;
+  truth["b9"] = 0;
   // Without the stall (b7 = 0) the total is the components minus the overlap; with it, the total
   // also has the stall's idle share (sync20), what b7 adds to the total beyond t_sync and t_comm.
   std::map<std::string, double> no_stall = truth;
@@ -592,7 +594,7 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   o.cross_validate = false;
   o.weighting = "total";
   o.fixed = {{"a1", 500},         {"b5_loop", 1e-5},      {"burst", 0},
-             {"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}};
+             {"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}, {"b9", 0}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b8") << e.reason;
@@ -600,6 +602,57 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
     size_t j = static_cast<size_t>(q.ParamIndex(name));
     EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
   }
+}
+
+// Revision 3 (issue 20, phase length): a compute phase's first quota period runs partly at full
+// speed, saving b9 (1 - q) min(phase, T). On runs with short phases (p = 7, n = 500: under 1 ms)
+// and long ones (p = 1, n = 8000: over a second) at half a core, the fit recovers b9 and the
+// quota'd rate a3 together; without b9 (fixed at 0) one a3 averages the two regimes and misses
+// the short phases by far more than the noise.
+TEST(Fit, OpalQuotaRecoversTheFullSpeedStartOfAComputePhase) {
+  Model q = Builtin("opal_quota");
+  ASSERT_GE(q.ParamIndex("b9"), 0) << "opal_quota has no b9";
+  std::map<std::string, double> truth = kOpalTruth;
+  truth.erase("b5");
+  truth["b5_loop"] = 1e-5;
+  truth["b7"] = 1.0;
+  truth["burst"] = 0;
+  truth["cpu_quota"] = 0.5;
+  truth["quota_period"] = 0.01;
+  truth["cores"] = 2;
+  truth["b8"] = 0;
+  truth["b9"] = 0.3;
+  DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 11);
+  FitOptions o;
+  o.cross_validate = false;
+  o.weighting = "total";
+  o.fixed = {{"b5_loop", 1e-5},      {"burst", 0}, {"cpu_quota", 0.5},
+             {"quota_period", 0.01}, {"cores", 2}, {"b8", 0}};
+  FitResult r = Fit(q, d, o);
+  ASSERT_TRUE(r.converged) << r.solver_message;
+  for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b9") << e.reason;
+  for (const char* name : {"b9", "a2", "a3", "b7"}) {
+    size_t j = static_cast<size_t>(q.ParamIndex(name));
+    EXPECT_NEAR(r.params[j].value, truth.at(name), 0.05 * truth.at(name)) << name;
+  }
+  // The same runs fitted without the full-speed start: the short phases come out far off.
+  FitOptions o0 = o;
+  o0.fixed["b9"] = 0;
+  FitResult r0 = Fit(q, d, o0);
+  ASSERT_TRUE(r0.converged) << r0.solver_message;
+  std::vector<double> p0(q.parameters().size());
+  for (size_t i = 0; i < p0.size(); ++i) p0[i] = r0.params[i].value;
+  std::vector<double> f(q.factors().size());
+  auto set = [&](const char* n, double v) { f[static_cast<size_t>(q.FactorIndex(n))] = v; };
+  set("s", 10), set("p", 7), set("u", 1), set("n", 500), set("nt", 1e6), set("g", 0),
+      set("alpha", 24);
+  std::vector<double> pt(q.parameters().size());
+  for (size_t i = 0; i < pt.size(); ++i) pt[i] = truth.at(q.parameters()[i].name);
+  const auto& par = q.responses()[1];
+  ASSERT_EQ(par.name, "t_par_comp");
+  double exact = par.expr.Eval<double>(f.data(), pt.data());
+  double without = par.expr.Eval<double>(f.data(), p0.data());
+  EXPECT_GT(std::fabs(without - exact) / exact, 0.05) << without << " vs " << exact;
 }
 
 // q20: a token bucket refills at its configured rate (burst_rate), not at the measured a1. On
@@ -629,7 +682,7 @@ TEST(Fit, OpalRefillRecoversTheRateWhenTheBucketRefillsAtItsOwnRate) {
   FitOptions oq = o;
   oq.fixed.erase("burst_rate");
   oq.fixed.erase("nodes");  // opal_quota's stall law (qc20) uses the quota and the cores instead
-  oq.fixed.insert({{"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}});
+  oq.fixed.insert({{"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}, {"b9", 0}});
   FitResult rq = Fit(q, d, oq);
   double a1q = rq.params[static_cast<size_t>(q.ParamIndex("a1"))].value;
   EXPECT_GT(std::fabs(a1q - 100) / 100, 0.1) << "opal_quota's a1 " << a1q;

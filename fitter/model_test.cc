@@ -209,6 +209,58 @@ TEST(Model, OpalQuotaSplitsTheStallWhereTheMappingMeasuresIt) {
   EXPECT_GT(delta("t_comm"), 0.4 * delta("t_opal"));
 }
 
+// Revision 3 (issue 20, phase length): each compute phase (a pair-list update, an energy
+// evaluation) saves b9 (1 - q) min(phase, T), its first quota period partly at full speed: a
+// phase shorter than the period saves that share of itself, a longer one of the period only.
+// Nothing without a quota; the other components do not change.
+TEST(Model, OpalQuotaComputePhaseStartsAtFullSpeed) {
+  Model m = Model::Load(ResolveModelPath("opal_quota"));
+  ASSERT_GE(m.ParamIndex("b9"), 0);
+  std::vector<double> f(m.factors().size());
+  auto set = [&](const char* n, double v) { f[m.FactorIndex(n)] = v; };
+  set("s", 10), set("u", 0.5), set("nt", 1e6), set("g", 0), set("alpha", 24);
+  std::vector<double> p(m.parameters().size());
+  auto par = [&](const char* n, double v) { p[m.ParamIndex(n)] = v; };
+  par("a1", 100), par("b1", 1e-6), par("a2", 5e-9), par("a3", 2e-8), par("a4", 1e-7),
+      par("b5_loop", 1e-6), par("b7", 1), par("burst", 0), par("cpu_quota", 0.5),
+      par("quota_period", 0.01), par("cores", 2), par("b8", 0);
+  auto eval = [&](const char* name) {
+    for (const auto& r : m.responses())
+      if (r.name == name) return r.expr.Eval<double>(f.data(), p.data());
+    ADD_FAILURE() << "no response " << name;
+    return 0.0;
+  };
+  auto saved = [&](const char* name) {
+    par("b9", 0);
+    double without = eval(name);
+    par("b9", 0.4);
+    return without - eval(name);
+  };
+  for (double servers : {1.0, 3.0}) {
+    for (double n : {300.0, 3000.0}) {
+      set("p", servers), set("n", n);
+      double upd = 5e-9 / servers * n * n / 2 - 5e-9 / servers * n / 2;
+      double nb = 2e-8 / servers * n * (n - 1) / 2;
+      double expect = 10 * 0.5 * 0.4 * 0.5 * std::min(upd, 0.01) +  // s u b9 (1 - q) min(., T)
+                      10 * 0.4 * 0.5 * std::min(nb, 0.01);
+      SCOPED_TRACE("p " + std::to_string(servers) + " n " + std::to_string(n));
+      EXPECT_NEAR(saved("t_par_comp"), expect, 1e-12);
+      EXPECT_NEAR(saved("t_opal"), expect, 1e-12);
+      EXPECT_NEAR(saved("t_sync"), 0, 1e-15);
+      EXPECT_NEAR(saved("t_seq_comp"), 0, 1e-15);
+    }
+  }
+  // n = 300, p = 3: both phases under the period, each saves b9 (1 - q) of itself.
+  set("p", 3), set("n", 300);
+  double nb = 2e-8 / 3 * 300 * 299 / 2;
+  ASSERT_LT(nb, 0.01);
+  EXPECT_NEAR(saved("t_par_comp"),
+              10 * 0.2 * nb + 5 * 0.2 * (5e-9 / 3 * 300 * 300 / 2 - 5e-9 / 3 * 150), 1e-12);
+  // No quota: nothing saved.
+  par("cpu_quota", 0), par("quota_period", 0);
+  EXPECT_NEAR(saved("t_opal"), 0, 1e-15);
+}
+
 TEST(Model, UnknownSymbolNamesFileLineAndColumn) {
   std::string e = ErrorOf(std::string(kHead) + "[total]\ncolumn = \"t\"\nexpr = \"a*x + c*n\"\n");
   // line 10, the string starts at column 8, 'c' is its 7th character.

@@ -283,11 +283,12 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
     > "$out/$2-first.txt" 2>&1 || true
   : > "$out/$2-fixed.txt"
   for name in $(awk '/^not determined by this design: / { print $6 }' "$out/$2-first.txt"); do
-    if [[ $name == b8 ]]; then
-      # No probe measures the copy time: a link slower than the copies hides it (10 Mbit/s).
-      fixes+=(--fix b8=0)
+    if [[ $name == b8 || $name == b9 ]]; then
+      # No probe measures the copy time (b8: a link slower than the copies hides it, 10 Mbit/s)
+      # or the full-speed start of a compute phase (b9): 0 is the model without them.
+      fixes+=(--fix "$name=0")
       grep "^not determined by this design: $name " "$out/$2-first.txt" >> "$out/$2-fixed.txt"
-      echo "  b8: not determined by the design on $1; fixed at 0 (no copy-time probe)"
+      echo "  $name: not determined by the design on $1; fixed at 0 (no probe measures it)"
       continue
     fi
     fixes+=(--fix-from "$name=$out/tables/$1.toml")

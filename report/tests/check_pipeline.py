@@ -54,11 +54,17 @@ def opal(f, q):
 
 
 def opal_quota(f, q):
-    """fitter/models/opal_quota.toml: opal with the quota stall and the refilling burst."""
+    """fitter/models/opal_quota.toml: opal with the quota stall, the refilling burst, the copy
+    time (revision 2) and the full-speed start of a compute phase (revision 3)."""
     s, p, u, n, nt = f["s"], f["p"], f["u"], f["n"], f["nt"]
     g, alpha = f.get("g", 0.0), f.get("alpha", 24.0)
-    t_update = q["a2"] * s * u / p * ((1 - 2 * g) ** 2 * n * n - (1 - 2 * g) * n) / 2
-    t_nbint = q["a3"] * s / p * (n * (n - 1) / 2 if n < nt else nt * n)
+    # Revision 3: each compute phase saves b9 (1 - q) min(phase, T), its first quota period
+    # partly at full speed.
+    w_upd = q["a2"] / p * ((1 - 2 * g) ** 2 * n * n - (1 - 2 * g) * n) / 2
+    w_nb = q["a3"] / p * (n * (n - 1) / 2 if n < nt else nt * n)
+    qsave = q["b9"] * (1 - q["cpu_quota"]) if q["cpu_quota"] > 0 else 0.0
+    t_update = s * u * (w_upd - qsave * min(w_upd, q["quota_period"]))
+    t_nbint = s * (w_nb - qsave * min(w_nb, q["quota_period"]))
     # The quota stall (qc20): b7 x the longest of p waits for the next quota period, for the
     # share of the ranks (rank r on core r mod cores) on cores with CPU to spare.
     cq, cores, k = q["cpu_quota"], int(q["cores"]), int(p) + 1
