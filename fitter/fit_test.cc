@@ -525,8 +525,13 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
-  o.fixed = {{"b5_loop", 1e-5},      {"burst", 16384}, {"cpu_quota", 0.25},
-             {"quota_period", 0.01}, {"cores", 2},     {"b8", 0}, {"b9", 0}};
+  o.fixed = {{"b5_loop", 1e-5},
+             {"burst", 16384},
+             {"cpu_quota", 0.25},
+             {"quota_period", 0.01},
+             {"cores", 2},
+             {"b8", 0},
+             {"b9", 0}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   size_t k = static_cast<size_t>(q.ParamIndex("b7"));
@@ -593,8 +598,9 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   FitOptions o;
   o.cross_validate = false;
   o.weighting = "total";
-  o.fixed = {{"a1", 500},         {"b5_loop", 1e-5},      {"burst", 0},
-             {"cpu_quota", 0.25}, {"quota_period", 0.01}, {"cores", 2}, {"b9", 0}};
+  o.fixed = {
+      {"a1", 500},  {"b5_loop", 1e-5}, {"burst", 0}, {"cpu_quota", 0.25}, {"quota_period", 0.01},
+      {"cores", 2}, {"b9", 0}};
   FitResult r = Fit(q, d, o);
   ASSERT_TRUE(r.converged) << r.solver_message;
   for (const auto& e : r.identifiability) EXPECT_NE(e.parameter, "b8") << e.reason;
