@@ -504,6 +504,23 @@ TEST(Fit, HuberLossRecoversTruthWithStalledRuns) {
   EXPECT_LT(worst_huber, worst_plain);
 }
 
+// The truth of the opal_quota tests: the Opal truth with the barrier without stalls (b5_loop), a
+// stall b7 on a CPU quota q of a 10 ms period on 2 cores, no burst, no copy time (b8) and
+// compute phases at the quota's rate throughout (b9 = 0); each test changes what it is about.
+std::map<std::string, double> QuotaTruth(double q) {
+  std::map<std::string, double> truth = kOpalTruth;
+  truth.erase("b5");
+  truth["b5_loop"] = 1e-5;
+  truth["b7"] = 1.5;
+  truth["burst"] = 0;
+  truth["cpu_quota"] = q;
+  truth["quota_period"] = 0.01;
+  truth["cores"] = 2;
+  truth["b8"] = 0;
+  truth["b9"] = 0;
+  return truth;
+}
+
 // mdl20, qc20: on a CPU-quota platform a synchronization costs the barrier plus a quota stall,
 // b7 times the stall law (the longest of p waits for the next quota period, for the ranks on
 // cores with CPU to spare; model_test OpalQuotaStallGrows...). With the barrier, the token
@@ -511,16 +528,8 @@ TEST(Fit, HuberLossRecoversTruthWithStalledRuns) {
 // does, opal_quota's fit recovers the stall b7 and the compute times from the runs.
 TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
   Model q = Builtin("opal_quota");
-  std::map<std::string, double> truth = kOpalTruth;
-  truth.erase("b5");
-  truth["b5_loop"] = 1e-5;
-  truth["b7"] = 1.5;
+  std::map<std::string, double> truth = QuotaTruth(0.25);
   truth["burst"] = 16384;
-  truth["cpu_quota"] = 0.25;
-  truth["quota_period"] = 0.01;
-  truth["cores"] = 2;
-  truth["b8"] = 0;  // no copy time: the pipeline fixes an undetermined b8 at 0
-  truth["b9"] = 0;  // compute phases at the quota's rate throughout (revision 3's b9 = 0)
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 5);
   FitOptions o;
   o.cross_validate = false;
@@ -552,17 +561,9 @@ TEST(Fit, OpalQuotaRecoversTheQuotaStall) {
 TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
   Model q = Builtin("opal_quota");
   ASSERT_GE(q.ParamIndex("b8"), 0) << "opal_quota has no copy time b8";
-  std::map<std::string, double> truth = kOpalTruth;
-  truth.erase("b5");
+  std::map<std::string, double> truth = QuotaTruth(0.25);
   truth["a1"] = 500;
-  truth["b5_loop"] = 1e-5;
-  truth["b7"] = 1.5;
-  truth["burst"] = 0;
-  truth["cpu_quota"] = 0.25;
-  truth["quota_period"] = 0.01;
-  truth["cores"] = 2;
   truth["b8"] = 8e-9;
-  truth["b9"] = 0;
   // Without the stall (b7 = 0) the total is the components minus the overlap; with it, the total
   // also has the stall's idle share (sync20), what b7 adds to the total beyond t_sync and t_comm.
   std::map<std::string, double> no_stall = truth;
@@ -618,15 +619,8 @@ TEST(Fit, OpalQuotaSeparatesTheCopyTimeFromTheLink) {
 TEST(Fit, OpalQuotaRecoversTheFullSpeedStartOfAComputePhase) {
   Model q = Builtin("opal_quota");
   ASSERT_GE(q.ParamIndex("b9"), 0) << "opal_quota has no b9";
-  std::map<std::string, double> truth = kOpalTruth;
-  truth.erase("b5");
-  truth["b5_loop"] = 1e-5;
+  std::map<std::string, double> truth = QuotaTruth(0.5);
   truth["b7"] = 1.0;
-  truth["burst"] = 0;
-  truth["cpu_quota"] = 0.5;
-  truth["quota_period"] = 0.01;
-  truth["cores"] = 2;
-  truth["b8"] = 0;
   truth["b9"] = 0.3;
   DataTable d = Synthesize(q, kOpalFactors, OpalDesign(), truth, 0.01, 11);
   FitOptions o;
