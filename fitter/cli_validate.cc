@@ -87,7 +87,8 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
                            {"sd", Number(r.sd)},
                            {"predicted", r.predicted},
                            {"error_pct", Number(r.error_pct)},
-                           {"noise_floor_pct", Number(r.noise_floor_pct)}};
+                           {"noise_floor_pct", Number(r.noise_floor_pct)},
+                           {"replications_for_2pct_floor", r.replications_for_floor}};
       if (r.has_intervals) {
         for (size_t l = 0; l < r.intervals.size(); ++l)
           jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
@@ -149,8 +150,9 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
         v.drift.reference.c_str(), v.drift.pairs, v.drift.unpaired,
         Fmt(v.drift.median_abs_drift_pct, 0).c_str(), Fmt(v.drift.worst_abs_drift_pct, 0).c_str(),
         Fmt(v.drift.sd_log_across_time, 0).c_str(), Fmt(v.drift.sd_log_within_pairs, 0).c_str());
-  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s %8s\n", "POINT", "FACTORS", "REPS",
-              "MEASURED[s]", "SD[s]", "PREDICTED", "ERROR%", "FLOOR%");
+  // FOR2%: the replications this point needs for a 2% floor (scripts/pipeline.sh reads it).
+  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s %8s %6s\n", "POINT", "FACTORS", "REPS",
+              "MEASURED[s]", "SD[s]", "PREDICTED", "ERROR%", "FLOOR%", "FOR2%");
   for (const auto& p : v.points) {
     std::string f;
     for (const auto& [name, value] : p.factors) {
@@ -160,10 +162,10 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
       f += buf;
     }
     const auto& t = p.responses.front();
-    std::printf("%-6ld %-28s %4d %s %s %s %s %s\n", p.group, f.c_str(), t.measured,
+    std::printf("%-6ld %-28s %4d %s %s %s %s %s %6d\n", p.group, f.c_str(), t.measured,
                 Fmt(v.statistic == "mean" ? t.mean : t.median).c_str(), Fmt(t.sd, 10).c_str(),
                 Fmt(t.predicted).c_str(), Fmt(t.error_pct, 8).c_str(),
-                Fmt(t.noise_floor_pct, 8).c_str());
+                Fmt(t.noise_floor_pct, 8).c_str(), t.replications_for_floor);
   }
   std::printf("\n%-12s %-12s %6s %12s %12s %12s %12s %12s %6s\n", "RESPONSE", "MEASURED AS",
               "POINTS", "MEDIAN|ERR|%", "MEAN|ERR|%", "WORST|ERR|%", "FLOOR.MED%", "FLOOR.WORST%",

@@ -69,6 +69,15 @@ double NoiseFloorPct(const std::vector<double>& x, const std::string& statistic)
   return std::isfinite(sd) ? 100 * std::expm1(0.6744897501960817 * sd) : NAN;
 }
 
+int ReplicationsForFloor(double sd_log, const std::string& statistic, double target_pct) {
+  if (!std::isfinite(sd_log)) return 0;
+  // NoiseFloorPct solved for R: floor = expm1(0.674 sd sqrt(f / R)), f = pi/2 for a median.
+  double f = statistic == "median" ? M_PI / 2 : 1.0;
+  double per = std::log1p(target_pct / 100) / 0.6744897501960817;
+  double r = f * (sd_log / per) * (sd_log / per);
+  return static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
+}
+
 double MedianAbs(std::vector<double> values) {
   std::vector<double> v;
   for (double x : values)
@@ -236,6 +245,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                                                    104729u * static_cast<unsigned>(k))
                                   : std::vector<double>());
       vr.noise_floor_pct = NoiseFloorPct(m, opts.statistic);
+      vr.replications_for_floor =
+          ReplicationsForFloor(PooledSdLog({{group, m}}), opts.statistic, opts.floor_target_pct);
       if (!iv.empty()) {
         vr.has_intervals = true;
         vr.model_sd_log = iv[k].model_sd_log;
@@ -291,12 +302,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
     // Replications chosen from the measured spread: the fewest whose statistic has a median
     // |error| of at most ValidateOptions::floor_target_pct for an exact model.
     s.sd_log_run = PooledSdLog(spread[k]);
-    if (std::isfinite(s.sd_log_run)) {
-      double f = opts.statistic == "median" ? M_PI / 2 : 1.0;
-      double per = std::log1p(opts.floor_target_pct / 100) / 0.6744897501960817;
-      double r = f * (s.sd_log_run / per) * (s.sd_log_run / per);
-      s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
-    }
+    s.replications_for_floor =
+        ReplicationsForFloor(s.sd_log_run, opts.statistic, opts.floor_target_pct);
     s.noise_floor_worst_abs_pct = Median(worst_b);
     for (size_t l = 0; l < s.coverage.size(); ++l) {
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];
