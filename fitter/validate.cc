@@ -89,6 +89,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                     const std::map<std::string, double>& settings, const ValidateOptions& opts) {
   if (opts.statistic != "mean" && opts.statistic != "median")
     throw DataError("statistic: must be \"mean\" or \"median\", got \"" + opts.statistic + "\"");
+  if (!(opts.floor_target_pct > 0) || !std::isfinite(opts.floor_target_pct))
+    throw DataError("floor target: must be a positive percentage");
   const auto& factors = model.factors();
   // Where every factor's value comes from: a data column, a setting, or the model's default.
   std::vector<int> col(factors.size(), -1);
@@ -124,6 +126,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
 
   Validation v;
   v.statistic = opts.statistic;
+  v.floor_target_pct = opts.floor_target_pct;
   // Drift of each row: its paired reference run over the reference's median at that point.
   std::vector<double> drift(data.rows.size(), 1.0);
   std::vector<std::string> partner(data.rows.size());

@@ -99,7 +99,8 @@ struct Validation {
   std::vector<ValidatedPoint> points;  // ordered by design point
   std::vector<ErrorSummary> summary;   // model.responses() order
   bool paired = false;
-  DriftSummary drift;  // when paired
+  DriftSummary drift;           // when paired
+  double floor_target_pct = 2;  // ValidateOptions::floor_target_pct, as used
 };
 
 struct ValidateOptions {

@@ -205,6 +205,16 @@ TEST(Validate, ReplicationsForTheFloorPerPoint) {
   // A looser target asks for fewer; no spread, no figure.
   EXPECT_LT(ReplicationsForFloor(sd, "median", 5), s.replications_for_floor);
   EXPECT_EQ(ReplicationsForFloor(NAN, "median", 2), 0);
+  // The target is an option (the quick pipeline's stage uses a lower one): a tighter target asks
+  // more of the quiet point too.
+  ValidateOptions o;
+  o.floor_target_pct = 0.01;
+  Validation tight = Validate(m, {100, 1e-4}, d, {}, o);
+  EXPECT_EQ(tight.floor_target_pct, 0.01);
+  EXPECT_GT(tight.points[0].responses[0].replications_for_floor, 5);
+  EXPECT_GT(tight.points[1].responses[0].replications_for_floor, s.replications_for_floor);
+  o.floor_target_pct = 0;
+  EXPECT_THROW(Validate(m, {100, 1e-4}, d, {}, o), DataError);
 }
 
 // Issue 20, item 1: pairing with the reference platform's run of the same point and replication
