@@ -3,6 +3,7 @@
 // platform) or of a calibrated reference transferred to a target's probed table.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,7 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
   j["table"] = table.name;
   j["reference"] = ref ? nlohmann::json(ref->name) : nlohmann::json();
   j["statistic"] = v.statistic;
+  j["floor_target_pct"] = v.floor_target_pct;
   j["rule"] =
       "replications of a point summarised by their " + v.statistic +
       (v.paired && v.drift.applied ? " after dividing each run by its paired reference run's drift"
@@ -87,7 +89,8 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
                            {"sd", Number(r.sd)},
                            {"predicted", r.predicted},
                            {"error_pct", Number(r.error_pct)},
-                           {"noise_floor_pct", Number(r.noise_floor_pct)}};
+                           {"noise_floor_pct", Number(r.noise_floor_pct)},
+                           {"replications_for_floor", r.replications_for_floor}};
       if (r.has_intervals) {
         for (size_t l = 0; l < r.intervals.size(); ++l)
           jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
@@ -110,7 +113,9 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
         {"noise_floor_median_abs_error_pct", Number(s.noise_floor_median_abs_pct)},
         {"noise_floor_worst_abs_error_pct", Number(s.noise_floor_worst_abs_pct)},
         {"sd_log_run", Number(s.sd_log_run)},
-        {"replications_for_2pct_floor", s.replications_for_floor}};
+        // The key names the 2% target: with another --floor-target it stays at 2%.
+        {"replications_for_2pct_floor", ReplicationsForFloor(s.sd_log_run, v.statistic, 2)},
+        {"replications_for_floor", s.replications_for_floor}};
     if (std::isfinite(s.coverage[0]))
       for (size_t l = 0; l < s.coverage.size(); ++l)
         j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
@@ -149,8 +154,12 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
         v.drift.reference.c_str(), v.drift.pairs, v.drift.unpaired,
         Fmt(v.drift.median_abs_drift_pct, 0).c_str(), Fmt(v.drift.worst_abs_drift_pct, 0).c_str(),
         Fmt(v.drift.sd_log_across_time, 0).c_str(), Fmt(v.drift.sd_log_within_pairs, 0).c_str());
-  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s %8s\n", "POINT", "FACTORS", "REPS",
-              "MEASURED[s]", "SD[s]", "PREDICTED", "ERROR%", "FLOOR%");
+  // FOR<target>%: the replications this point needs for that floor (scripts/pipeline.sh reads
+  // it as the last column).
+  char for_target[32];
+  std::snprintf(for_target, sizeof for_target, "FOR%g%%", v.floor_target_pct);
+  std::printf("\n%-6s %-28s %4s %11s %10s %11s %8s %8s %6s\n", "POINT", "FACTORS", "REPS",
+              "MEASURED[s]", "SD[s]", "PREDICTED", "ERROR%", "FLOOR%", for_target);
   for (const auto& p : v.points) {
     std::string f;
     for (const auto& [name, value] : p.factors) {
@@ -160,10 +169,10 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
       f += buf;
     }
     const auto& t = p.responses.front();
-    std::printf("%-6ld %-28s %4d %s %s %s %s %s\n", p.group, f.c_str(), t.measured,
+    std::printf("%-6ld %-28s %4d %s %s %s %s %s %6d\n", p.group, f.c_str(), t.measured,
                 Fmt(v.statistic == "mean" ? t.mean : t.median).c_str(), Fmt(t.sd, 10).c_str(),
                 Fmt(t.predicted).c_str(), Fmt(t.error_pct, 8).c_str(),
-                Fmt(t.noise_floor_pct, 8).c_str());
+                Fmt(t.noise_floor_pct, 8).c_str(), t.replications_for_floor);
   }
   std::printf("\n%-12s %-12s %6s %12s %12s %12s %12s %12s %6s\n", "RESPONSE", "MEASURED AS",
               "POINTS", "MEDIAN|ERR|%", "MEAN|ERR|%", "WORST|ERR|%", "FLOOR.MED%", "FLOOR.WORST%",
@@ -189,8 +198,9 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
     std::printf("\n");
   }
   std::printf(
-      "\nreplications per point for a 2%% noise floor, from the measured per-run spread "
-      "(sd of log t):");
+      "\nreplications per point for a %g%% noise floor, from the measured per-run spread "
+      "(sd of log t):",
+      v.floor_target_pct);
   for (const auto& s : v.summary)
     if (s.replications_for_floor > 0)
       std::printf(" %s %d (%s)", s.name.c_str(), s.replications_for_floor,
@@ -201,7 +211,7 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
 int RunValidate(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, design, db_path, run_platform, table_name, reference, tables_dir, label,
-      out, statistic = "median", pair_platform, pair_design, fit_json;
+      out, statistic = "median", pair_platform, pair_design, fit_json, floor_target;
   std::vector<std::string> sets, derives, transfer_checks;
   Args args(
       "invmw validate --model MODEL --design NAME --table TABLE [--reference TABLE] [options]",
@@ -231,6 +241,8 @@ int RunValidate(int argc, char** argv) {
       .Repeated("--derive", "F=EXPR", &derives,
                 "factor F computed from the runs' columns, as for invmw fit")
       .Option("--statistic", "S", &statistic, "of a point's replications: median (default), mean")
+      .Option("--floor-target", "PCT", &floor_target,
+              "noise floor whose replications per point are reported (default 2)")
       .Option("--pair-platform", "NAME", &pair_platform,
               "cancel drift: pair every run with this platform's run of the same point and "
               "replication (taken beside it in time)")
@@ -257,6 +269,14 @@ int RunValidate(int argc, char** argv) {
   if (table_name.empty()) return Fail("validate: --table is required");
   if (!transfer_checks.empty() && fit_json.empty())
     return Fail("validate: --transfer-check needs --fit");
+  double floor_target_pct = 2;
+  if (!floor_target.empty()) {
+    char* end = nullptr;
+    floor_target_pct = std::strtod(floor_target.c_str(), &end);
+    if (end == floor_target.c_str() || *end || !(floor_target_pct > 0) ||
+        !std::isfinite(floor_target_pct))
+      return Fail("validate: --floor-target " + floor_target + ": expected a positive percentage");
+  }
   if (statistic != "median" && statistic != "mean")
     return Fail("validate: --statistic must be median or mean, got '" + statistic + "'");
   if (!pair_design.empty() && pair_platform.empty())
@@ -277,6 +297,7 @@ int RunValidate(int argc, char** argv) {
     AddDerivedColumns(&d, derives);
     ValidateOptions vo;
     vo.statistic = statistic;
+    vo.floor_target_pct = floor_target_pct;
     DataTable paired;
     if (!pair_platform.empty()) {
       const std::string pd = pair_design.empty() ? design : pair_design;

@@ -69,6 +69,15 @@ double NoiseFloorPct(const std::vector<double>& x, const std::string& statistic)
   return std::isfinite(sd) ? 100 * std::expm1(0.6744897501960817 * sd) : NAN;
 }
 
+int ReplicationsForFloor(double sd_log, const std::string& statistic, double target_pct) {
+  if (!std::isfinite(sd_log)) return 0;
+  // NoiseFloorPct solved for R: floor = expm1(0.674 sd sqrt(f / R)), f = pi/2 for a median.
+  double f = statistic == "median" ? M_PI / 2 : 1.0;
+  double per = std::log1p(target_pct / 100) / 0.6744897501960817;
+  double r = f * (sd_log / per) * (sd_log / per);
+  return static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
+}
+
 double MedianAbs(std::vector<double> values) {
   std::vector<double> v;
   for (double x : values)
@@ -80,6 +89,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                     const std::map<std::string, double>& settings, const ValidateOptions& opts) {
   if (opts.statistic != "mean" && opts.statistic != "median")
     throw DataError("statistic: must be \"mean\" or \"median\", got \"" + opts.statistic + "\"");
+  if (!(opts.floor_target_pct > 0) || !std::isfinite(opts.floor_target_pct))
+    throw DataError("floor target: must be a positive percentage");
   const auto& factors = model.factors();
   // Where every factor's value comes from: a data column, a setting, or the model's default.
   std::vector<int> col(factors.size(), -1);
@@ -115,6 +126,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
 
   Validation v;
   v.statistic = opts.statistic;
+  v.floor_target_pct = opts.floor_target_pct;
   // Drift of each row: its paired reference run over the reference's median at that point.
   std::vector<double> drift(data.rows.size(), 1.0);
   std::vector<std::string> partner(data.rows.size());
@@ -236,6 +248,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                                                    104729u * static_cast<unsigned>(k))
                                   : std::vector<double>());
       vr.noise_floor_pct = NoiseFloorPct(m, opts.statistic);
+      vr.replications_for_floor =
+          ReplicationsForFloor(PooledSdLog({{group, m}}), opts.statistic, opts.floor_target_pct);
       if (!iv.empty()) {
         vr.has_intervals = true;
         vr.model_sd_log = iv[k].model_sd_log;
@@ -291,12 +305,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
     // Replications chosen from the measured spread: the fewest whose statistic has a median
     // |error| of at most ValidateOptions::floor_target_pct for an exact model.
     s.sd_log_run = PooledSdLog(spread[k]);
-    if (std::isfinite(s.sd_log_run)) {
-      double f = opts.statistic == "median" ? M_PI / 2 : 1.0;
-      double per = std::log1p(opts.floor_target_pct / 100) / 0.6744897501960817;
-      double r = f * (s.sd_log_run / per) * (s.sd_log_run / per);
-      s.replications_for_floor = static_cast<int>(std::min(1e6, std::max(1.0, std::ceil(r))));
-    }
+    s.replications_for_floor =
+        ReplicationsForFloor(s.sd_log_run, opts.statistic, opts.floor_target_pct);
     s.noise_floor_worst_abs_pct = Median(worst_b);
     for (size_t l = 0; l < s.coverage.size(); ++l) {
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];

@@ -36,6 +36,10 @@ struct ValidatedResponse {
   // The |error| an exact model would show at this point given the replications' spread
   // (NoiseFloorPct); NaN with fewer than 2 replications.
   double noise_floor_pct = NAN;
+  // The replications this point needs for a floor of ValidateOptions::floor_target_pct, from
+  // its own sd of log t (ReplicationsForFloor; 0 with fewer than 2 replications): the pipeline's
+  // extra replications where the noise is (issue 20).
+  int replications_for_floor = 0;
   bool has_intervals = false;
   std::array<Interval, 3> intervals{};  // kIntervalLevels order, for the statistic's value
   double model_sd_log = 0;              // the model error the intervals hold (log units)
@@ -95,7 +99,8 @@ struct Validation {
   std::vector<ValidatedPoint> points;  // ordered by design point
   std::vector<ErrorSummary> summary;   // model.responses() order
   bool paired = false;
-  DriftSummary drift;  // when paired
+  DriftSummary drift;           // when paired
+  double floor_target_pct = 2;  // ValidateOptions::floor_target_pct, as used
 };
 
 struct ValidateOptions {
@@ -128,6 +133,10 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
 // statistic of these replications, 0.674 x the statistic's relative sd (the replications' sd of
 // log t / sqrt(R), x sqrt(pi/2) for a median of more than 2). NaN below 2 values.
 double NoiseFloorPct(const std::vector<double>& x, const std::string& statistic);
+
+// The fewest replications whose statistic has a median |error| of at most target_pct for an
+// exact model, given a per-run sd of log t: the inverse of NoiseFloorPct. 0 when sd_log is NaN.
+int ReplicationsForFloor(double sd_log, const std::string& statistic, double target_pct);
 
 double Statistic(std::vector<double> x, const std::string& statistic);  // NaN if empty
 

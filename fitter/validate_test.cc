@@ -168,6 +168,55 @@ TEST(Validate, MedianIsTheDefaultStatisticAndResistsAStalledRun) {
   EXPECT_THROW(Validate(m, {100, 1e-4}, d, {}, o), DataError);
 }
 
+// Issue 20 (pipeline's extra replications): each point's own replications for the floor target,
+// from its own spread: a quiet point needs no more than it has, a spread one (per-run times as
+// plfD's stalled p = 1 point, 0.57-0.80 s) needs many; they must bring its floor to the target.
+TEST(Validate, ReplicationsForTheFloorPerPoint) {
+  Model m = PingPong();
+  DataTable d;
+  d.source = "test";
+  d.columns = {"bytes", "t_meas", "t_lat"};
+  const std::vector<double> quiet = {0.0101, 0.01011, 0.01009, 0.0101, 0.01012};
+  const std::vector<double> spread = {0.0057, 0.0067, 0.0077, 0.0080, 0.0080};
+  for (double t : quiet) d.rows.push_back({1e6, t, 1e-4}), d.groups.push_back(0);
+  for (double t : spread) d.rows.push_back({5e5, t, 1e-4}), d.groups.push_back(1);
+  Validation v = Validate(m, {100, 1e-4}, d, {});
+  const auto& q = v.points[0].responses[0];
+  const auto& s = v.points[1].responses[0];
+  EXPECT_LT(q.noise_floor_pct, 2);
+  EXPECT_LE(q.replications_for_floor, 5);
+  EXPECT_GE(q.replications_for_floor, 1);
+  EXPECT_GT(s.noise_floor_pct, 2);
+  EXPECT_GT(s.replications_for_floor, 5);
+  // The inverse of the floor: R' replications of the same sd of log t have a floor at the
+  // target, R' - 1 above it.
+  double sd = 0, mean = 0;
+  for (double t : spread) mean += std::log(t) / spread.size();
+  for (double t : spread) sd += (std::log(t) - mean) * (std::log(t) - mean) / (spread.size() - 1);
+  sd = std::sqrt(sd);
+  auto floor_at = [&](int r) {
+    return 100 * std::expm1(0.6744897501960817 * sd * std::sqrt(M_PI / 2 / r));
+  };
+  EXPECT_LE(floor_at(s.replications_for_floor), 2 + 1e-9);
+  EXPECT_GT(floor_at(s.replications_for_floor - 1), 2);
+  EXPECT_EQ(s.replications_for_floor, ReplicationsForFloor(sd, "median", 2));
+  // The floor matches NoiseFloorPct at the point's own count.
+  EXPECT_NEAR(floor_at(5), s.noise_floor_pct, 1e-9);
+  // A looser target asks for fewer; no spread, no figure.
+  EXPECT_LT(ReplicationsForFloor(sd, "median", 5), s.replications_for_floor);
+  EXPECT_EQ(ReplicationsForFloor(NAN, "median", 2), 0);
+  // The target is an option (the quick pipeline's stage uses a lower one): a tighter target asks
+  // more of the quiet point too.
+  ValidateOptions o;
+  o.floor_target_pct = 0.01;
+  Validation tight = Validate(m, {100, 1e-4}, d, {}, o);
+  EXPECT_EQ(tight.floor_target_pct, 0.01);
+  EXPECT_GT(tight.points[0].responses[0].replications_for_floor, 5);
+  EXPECT_GT(tight.points[1].responses[0].replications_for_floor, s.replications_for_floor);
+  o.floor_target_pct = 0;
+  EXPECT_THROW(Validate(m, {100, 1e-4}, d, {}, o), DataError);
+}
+
 // Issue 20, item 1: pairing with the reference platform's run of the same point and replication
 // (measured beside it) divides out the drift both saw. The machine's speed drifts by 0.75..1.4
 // between replications; each run also has 1% noise of its own. Raw, sd(log t) across time is

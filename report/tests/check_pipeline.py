@@ -16,6 +16,12 @@ checks the artefacts and the prediction-error tables.
 - Every error figure has its noise floor and every point its 80/90/95% intervals; the target's
   runs are each right after their reference partner in schedule.txt; >= 3 replications per
   calibration point and >= 5 per validation point; the fit used the Huber loss.
+- Extra replications where the noise is (issue 20): every validation point whose first-pass
+  noise floor (validation/first-pass/) is above the quick pipeline's 0.25% target has, on the
+  target and its reference partner, replications 0..min(needed, cap)-1 in the database (the
+  rest exactly the first pass's), each
+  extra target run right after its reference partner in schedule-extra.txt, and the log
+  validation/extra-replications.txt names it; the final validation uses them all.
 - A loose bound that holds even on noisy machines: the median error of the total time is under
   50% on every platform.
 Needs root for the emulated platforms; exits 77 (skipped) without it."""
@@ -228,6 +234,50 @@ def check_validation(path, db, html):
     return v
 
 
+QUICK_CAP = 7  # pipeline.sh --quick: --max-replications' default
+QUICK_FLOOR_TARGET = 0.25  # and its floor target
+
+
+def check_extra_replications(out, db, extra):
+    """The adaptive stage: the points over a 2% floor after the first pass got replications up to
+    what their spread needs (capped), paired with the reference; the others kept the first's."""
+    first = json.load(open(os.path.join(out, "validation", "first-pass", "emu-4x50-100mbit.json")))
+    log = open(os.path.join(out, "validation", "extra-replications.txt")).read()
+    total, target = first["total"], first["floor_target_pct"]
+    assert target == QUICK_FLOOR_TARGET, target
+    boosted = 0
+    for vp in first["points"]:
+        r = vp["responses"][total]
+        floor, need = r["noise_floor_pct"], r["replications_for_floor"]
+        want = min(need, QUICK_CAP) if floor is not None and floor > target and need > 5 else 5
+        boosted += want > 5
+        for design, plat in (("validation-quick", "emu-4x50-100mbit"),
+                             ("validation-quick", "emu-4x50-shm")):
+            reps = sorted(x for (x,) in db.execute(
+                "SELECT replication FROM runs WHERE design = ? AND platform = ? AND point = ?",
+                (design, plat, vp["point"])))
+            assert reps == list(range(want)), \
+                f"point {vp['point']} on {plat}: floor {floor}% needs {need}, expected " \
+                f"replications 0..{want - 1}, the database has {reps}"
+        if want > 5:
+            assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d\)$" % (
+                vp["point"], want, want - 5), log, re.M), f"log lacks point {vp['point']}:\n{log}"
+        else:
+            assert re.search(r"^  point %d \(.*: no extra$" % vp["point"], log, re.M), log
+    # Every extra target run right after its reference partner; all of them above the first 5.
+    for i, x in enumerate(extra):
+        if x[2] == "emu-4x50-100mbit":
+            assert i > 0 and extra[i - 1][:3] == ["run", "validation-quick", "emu-4x50-shm"] and \
+                extra[i - 1][3:] == x[3:], f"schedule-extra line {i + 1}: {x} not after its partner"
+        assert int(x[4]) >= 5, x
+    assert len(extra) == 2 * sum(
+        min(p["responses"][total]["replications_for_floor"], QUICK_CAP) - 5
+        for p in first["points"] if (p["responses"][total]["noise_floor_pct"] or 0) > target and
+        min(p["responses"][total]["replications_for_floor"], QUICK_CAP) > 5), extra
+    print("extra replications: %d of %d points over the %g%% floor, %d extra runs" % (
+        boosted, len(first["points"]), target, len(extra)))
+
+
 def main():
     script, build = sys.argv[1], sys.argv[2]
     if os.geteuid() != 0:
@@ -251,10 +301,12 @@ def main():
         # probe rounds and runs are spread over it (each in both halves), and each platform's
         # table pools its rounds.
         sched = [line.split() for line in open(os.path.join(out, "schedule.txt"))]
+        extra_path = os.path.join(out, "schedule-extra.txt")
+        extra = [line.split() for line in open(extra_path)] if os.path.exists(extra_path) else []
         runs_db = sqlite3.connect(os.path.join(out, "results.db")).execute(
             "SELECT design, platform, point, replication FROM runs").fetchall()
         runs_sched = [(d, p, int(k), int(r)) for kind, d, p, k, r in
-                      (x for x in sched if x[0] == "run")]
+                      (x for x in sched + extra if x[0] == "run")]
         assert sorted(runs_sched) == sorted(runs_db), "schedule.txt and the runs table differ"
         half = len(sched) // 2
         for plat in ["emu-4x50-shm", "emu-4x50-100mbit"]:
@@ -302,6 +354,7 @@ def main():
             assert i > 0 and sched[i - 1][:2] == ["run", "validation-quick"] and \
                 sched[i - 1][2] == "emu-4x50-shm" and sched[i - 1][3:] == sched[i][3:], \
                 f"schedule line {i + 1}: {sched[i]} is not right after its reference partner"
+        check_extra_replications(out, db, extra)
         # Replications (issue 20): >= 3 per calibration point, >= 5 per validation point.
         for design, least in (("pipeline-quick", 3), ("validation-quick", 5)):
             for plat, point, n in db.execute(
@@ -316,8 +369,9 @@ def main():
         rdir = os.path.join(out, "replay")
         replays = sorted(f for f in os.listdir(rdir) if f.endswith(".json"))
         # As many as the reference's validation runs: one per target run (pairs in the schedule).
-        assert len(replays) == len(tgt), \
-            f"expected {len(tgt)} replays (one per validation run of the reference): {replays}"
+        tgt_all = len(tgt) + sum(1 for x in extra if x[0] == "run" and x[2] == "emu-4x50-100mbit")
+        assert len(replays) == tgt_all, \
+            f"expected {tgt_all} replays (one per validation run of the reference): {replays}"
         for f in replays:
             r = json.load(open(os.path.join(rdir, f)))
             assert r["run_platforms"] == ["emu-4x50-shm", "emu-4x50-100mbit"], r["run_platforms"]
