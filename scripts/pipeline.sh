@@ -33,7 +33,9 @@
 # replications, each paired with a reference run beside it as in the first pass, up to the
 # count its own spread needs for that floor (validate's last column) and at most K in all
 # (default 15: about 10 minutes on the full pipeline with plfD's spreads; 7 with --quick).
-# K <= the design's replications: no extra stage. Logged in validation/extra-replications.txt.
+# The held-out validation on the reference gets the same, unpaired (without the replications
+# its first target's partners already add). K <= the design's replications: no extra stage.
+# Logged in validation/extra-replications.txt.
 # Skipped with --from (nothing measured).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -341,9 +343,50 @@ extra_replications() {
       }' "$out/validation/first-pass/$t.txt" >> "$log.tmp"
     (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
   done
+  # The held-out validation on the reference itself (its runs are the first target's partners,
+  # so the stream above may have added some): its points over the floor get unpaired runs up
+  # to what their own spread needs, leaving out the replications already scheduled. Its p = 1
+  # points spread as much as the targets' (plfE: 0.61-0.88 s at n = 1500, u = 1).
+  "$invmw" validate --model "$model" --design "$validation" --platform "$ref" --db "$db" \
+    --table "$out/tables/calibrated.toml" --label "$ref held-out (first pass)" \
+    --floor-target "$floor_target" \
+    --out "$out/validation/first-pass/$ref.json" > "$out/validation/first-pass/$ref.txt"
+  before=$(wc -l < "$schedule.unsorted")
+  awk -v t="$ref" -v first="$first" -v cap="$max_replications" -v target="$floor_target" \
+      -v j="$streams" -v d="$validation" -v sched="$schedule.unsorted" \
+      -v scheduled="$schedule.unsorted" '
+    FILENAME == scheduled { if ($4 == "run" && $5 == d && $6 == t) have[$7 " " $8] = 1; next }
+    $1 == "POINT" { table = 1; next }
+    table && NF == 0 { table = 0 }
+    table && $1 ~ /^[0-9]+$/ {
+      f = $2; for (i = 3; i <= NF - 7; i++) f = f " " $i
+      floor = $(NF - 1); need = $NF + 0; want = need < cap ? need : cap
+      desc = sprintf("  point %s (%s): floor %s%% at %s replications (needs %s for %s%%)", $1,
+                     f, floor, $(NF - 6), need, target)
+      if (floor == "-" || floor + 0 <= target + 0 || want <= first) {
+        quiet[++nq] = desc ": no extra"
+        next
+      }
+      no++; pt[no] = $1; upto[no] = want; if (want > most) most = want; add = 0
+      for (k = first; k < want; k++) if (!((pt[no] " " k) in have)) add++
+      over[no] = sprintf("%s: %d replications (+%d, %d of them beside the first target)", desc,
+                         want, want - first, want - first - add)
+      runs += add
+    }
+    END {
+      i = 0
+      for (k = first; k < most; k++)
+        for (o = 1; o <= no; o++)
+          if (k < upto[o] && !((pt[o] " " k) in have)) print i++, runs, j, "run", d, t, pt[o], k >> sched
+      printf "%s (held-out, unpaired): %d of %d points over the %s%% floor get %d extra runs\n", \
+             t, no + 0, no + nq, target, runs + 0
+      for (o = 1; o <= no; o++) print over[o]
+      for (o = 1; o <= nq; o++) print quiet[o]
+    }' "$schedule.unsorted" "$out/validation/first-pass/$ref.txt" >> "$log.tmp"
+  (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
   mv "$log.tmp" "$log"
   # The output: each target's line and its points over the floor (the file has every point).
-  awk '/ points over the .* floor get / || /^  point .*\(\+[0-9]+\)$/ { print "  " $0 }' "$log"
+  awk '/ points over the .* floor get / || /^  point .*\(\+[0-9]+(, .*)?\)$/ { print "  " $0 }' "$log"
   if [[ ! -s $schedule.unsorted ]]; then
     rm -f "$schedule.unsorted"
     schedule=$out/schedule.txt

@@ -241,41 +241,60 @@ QUICK_FLOOR_TARGET = 0.25  # and its floor target
 def check_extra_replications(out, db, extra):
     """The adaptive stage: the points over a 2% floor after the first pass got replications up to
     what their spread needs (capped), paired with the reference; the others kept the first's."""
-    first = json.load(open(os.path.join(out, "validation", "first-pass", "emu-4x50-100mbit.json")))
+    def wanted(path):
+        first = json.load(open(path))
+        total, target = first["total"], first["floor_target_pct"]
+        assert target == QUICK_FLOOR_TARGET, target
+        want = {}
+        for vp in first["points"]:
+            r = vp["responses"][total]
+            floor, need = r["noise_floor_pct"], r["replications_for_floor"]
+            want[vp["point"]] = (min(need, QUICK_CAP) if floor is not None and floor > target and
+                                 need > 5 else 5, floor, need)
+        return first, want
+
+    fp = os.path.join(out, "validation", "first-pass")
+    first, want_t = wanted(os.path.join(fp, "emu-4x50-100mbit.json"))
+    # The held-out validation on the reference (the target's partners) gets its own, unpaired.
+    _, want_r = wanted(os.path.join(fp, "emu-4x50-shm.json"))
     log = open(os.path.join(out, "validation", "extra-replications.txt")).read()
     total, target = first["total"], first["floor_target_pct"]
-    assert target == QUICK_FLOOR_TARGET, target
+    target_lines, held_lines = log.split("\nemu-4x50-shm (held-out, unpaired): ")
     boosted = 0
-    for vp in first["points"]:
-        r = vp["responses"][total]
-        floor, need = r["noise_floor_pct"], r["replications_for_floor"]
-        want = min(need, QUICK_CAP) if floor is not None and floor > target and need > 5 else 5
+    for point, (want, floor, need) in want_t.items():
         boosted += want > 5
-        for design, plat in (("validation-quick", "emu-4x50-100mbit"),
-                             ("validation-quick", "emu-4x50-shm")):
+        for plat, expect in (("emu-4x50-100mbit", want),
+                             ("emu-4x50-shm", max(want, want_r[point][0]))):
             reps = sorted(x for (x,) in db.execute(
                 "SELECT replication FROM runs WHERE design = ? AND platform = ? AND point = ?",
-                (design, plat, vp["point"])))
-            assert reps == list(range(want)), \
-                f"point {vp['point']} on {plat}: floor {floor}% needs {need}, expected " \
-                f"replications 0..{want - 1}, the database has {reps}"
+                ("validation-quick", plat, point)))
+            assert reps == list(range(expect)), \
+                f"point {point} on {plat}: floor {floor}% needs {need}, expected " \
+                f"replications 0..{expect - 1}, the database has {reps}"
         if want > 5:
             assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d\)$" % (
-                vp["point"], want, want - 5), log, re.M), f"log lacks point {vp['point']}:\n{log}"
+                point, want, want - 5), target_lines, re.M), f"log lacks point {point}:\n{log}"
         else:
-            assert re.search(r"^  point %d \(.*: no extra$" % vp["point"], log, re.M), log
+            assert re.search(r"^  point %d \(.*: no extra$" % point, target_lines, re.M), log
+    for point, (want, floor, need) in want_r.items():
+        if want > 5:
+            assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d, %d of them "
+                             r"beside the first target\)$" % (point, want, want - 5,
+                                                               max(0, min(want, want_t[point][0]) - 5)),
+                             held_lines, re.M), f"log lacks held-out point {point}:\n{log}"
+        else:
+            assert re.search(r"^  point %d \(.*: no extra$" % point, held_lines, re.M), log
     # Every extra target run right after its reference partner; all of them above the first 5.
     for i, x in enumerate(extra):
         if x[2] == "emu-4x50-100mbit":
             assert i > 0 and extra[i - 1][:3] == ["run", "validation-quick", "emu-4x50-shm"] and \
                 extra[i - 1][3:] == x[3:], f"schedule-extra line {i + 1}: {x} not after its partner"
         assert int(x[4]) >= 5, x
-    assert len(extra) == 2 * sum(
-        min(p["responses"][total]["replications_for_floor"], QUICK_CAP) - 5
-        for p in first["points"] if (p["responses"][total]["noise_floor_pct"] or 0) > target and
-        min(p["responses"][total]["replications_for_floor"], QUICK_CAP) > 5), extra
-    print("extra replications: %d of %d points over the %g%% floor, %d extra runs" % (
-        boosted, len(first["points"]), target, len(extra)))
+    paired = sum(w - 5 for w, _, _ in want_t.values())
+    held = sum(max(0, w - max(5, want_t[p][0])) for p, (w, _, _) in want_r.items())
+    assert len(extra) == 2 * paired + held, (paired, held, extra)
+    print("extra replications: %d of %d points over the %g%% floor, %d extra runs (%d on the "
+          "held-out reference alone)" % (boosted, len(first["points"]), target, len(extra), held))
 
 
 def main():
@@ -369,7 +388,7 @@ def main():
         rdir = os.path.join(out, "replay")
         replays = sorted(f for f in os.listdir(rdir) if f.endswith(".json"))
         # As many as the reference's validation runs: one per target run (pairs in the schedule).
-        tgt_all = len(tgt) + sum(1 for x in extra if x[0] == "run" and x[2] == "emu-4x50-100mbit")
+        tgt_all = len(tgt) + sum(1 for x in extra if x[0] == "run" and x[2] == "emu-4x50-shm")
         assert len(replays) == tgt_all, \
             f"expected {tgt_all} replays (one per validation run of the reference): {replays}"
         for f in replays:
