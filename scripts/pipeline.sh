@@ -279,8 +279,63 @@ first_replications() {
 # `replications`, so the design copies are raised to the cap). Every extra target run has its
 # reference run of the same point and replication right before it, and the targets' streams are
 # interleaved in time as in the first schedule (schedule-extra.txt).
+# One stream of extra runs from a first-pass validation's text (validation/first-pass/T.txt):
+# its per-point rows are POINT FACTORS... REPS MEASURED[s] SD[s] PREDICTED ERROR% FLOOR%
+# FOR<target>% (the factors are several words: the rest counts from the end). The stream goes
+# replication by replication, each point over the floor in turn; with a partner design, every
+# target run right after the reference's run of the same point and replication; without one
+# (the held-out reference itself), unpaired and without the replications already scheduled.
+extra_stream() {  # platform partner-design-or-empty
+  local before
+  before=$(wc -l < "$schedule.unsorted")
+  awk -v t="$1" -v rd="$2" -v first="$first" -v cap="$max_replications" \
+      -v target="$floor_target" -v j="$streams" -v r="$ref" -v d="$validation" \
+      -v sched="$schedule.unsorted" '
+    FILENAME == sched { if (rd == "" && $4 == "run" && $5 == d && $6 == t) have[$7 " " $8] = 1
+                        next }
+    $1 == "POINT" { table = 1; next }
+    table && NF == 0 { table = 0 }
+    table && $1 ~ /^[0-9]+$/ {
+      f = $2; for (i = 3; i <= NF - 7; i++) f = f " " $i
+      floor = $(NF - 1); need = $NF + 0; want = need < cap ? need : cap
+      desc = sprintf("  point %s (%s): floor %s%% at %s replications (needs %s for %s%%)", $1,
+                     f, floor, $(NF - 6), need, target)
+      if (floor == "-" || floor + 0 <= target + 0 || want <= first) {
+        quiet[++nq] = desc ": no extra"
+        next
+      }
+      no++; pt[no] = $1; upto[no] = want; if (want > most) most = want
+      add = 0
+      for (k = first; k < want; k++) add += !((pt[no] " " k) in have)
+      beside_first = sprintf(", %d of them beside the first target", want - first - add)
+      over[no] = sprintf("%s: %d replications (+%d%s)", desc, want, want - first,
+                         rd != "" ? "" : beside_first)
+      runs += add; count[add]++
+    }
+    END {
+      i = 0
+      for (k = first; k < most; k++)
+        for (o = 1; o <= no; o++)
+          if (k < upto[o] && !((pt[o] " " k) in have)) {
+            if (rd != "") print i, runs, j, "run", rd, r, pt[o], k >> sched
+            print i++, runs, j, "run", d, t, pt[o], k >> sched
+          }
+      got = ""
+      for (e in count) got = got sprintf("%s%d point%s +%d", got == "" ? "" : ", ", count[e],
+                                         count[e] == 1 ? "" : "s", e)
+      if (rd != "")
+        printf "%s: %d of %d points over the %s%% floor get %d extra runs, each beside a " \
+               "reference run (%s)\n", t, no + 0, no + nq, target, runs + 0, no ? got : "none"
+      else
+        printf "%s (held-out, unpaired): %d of %d points over the %s%% floor get %d extra " \
+               "runs\n", t, no + 0, no + nq, target, runs + 0
+      for (o = 1; o <= no; o++) print over[o]
+      for (o = 1; o <= nq; o++) print quiet[o]
+    }' "$schedule.unsorted" "$out/validation/first-pass/$1.txt" >> "$log.tmp"
+  (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
+}
 extra_replications() {
-  local t first before log=$out/validation/extra-replications.txt
+  local t first log=$out/validation/extra-replications.txt
   first=$(first_replications)
   mkdir -p "$out/validation/first-pass"
   schedule=$out/schedule-extra.txt streams=0
@@ -293,97 +348,26 @@ extra_replications() {
     "(FOR$floor_target%). A point whose floor is above $floor_target% gets replications up to" \
     "that count, at most $max_replications" \
     "(--max-replications), each target run with the reference's run of the same point and" \
-    "replication right before it (schedule-extra.txt). Per target: each point, its floor before" \
-    "the extra runs, and what it got." > "$log.tmp"
+    "replication right before it (schedule-extra.txt); the held-out validation on $ref the" \
+    "same, unpaired. Per target and the held-out: each point, its floor before the extra runs," \
+    "and what it got." > "$log.tmp"
   for t in "${targets[@]}"; do
     "$invmw" validate --model "$model" --design "$validation" --platform "$t" --db "$db" \
       --table "$out/tables/$t.toml" --reference "$out/tables/calibrated.toml" \
       --pair-platform "$ref" --pair-design "${beside[$t]}" --label "$t (first pass)" \
       --floor-target "$floor_target" \
       --out "$out/validation/first-pass/$t.json" > "$out/validation/first-pass/$t.txt"
-    before=$(wc -l < "$schedule.unsorted")
-    # The per-point rows of the text table: POINT FACTORS... REPS MEASURED[s] SD[s] PREDICTED
-    # ERROR% FLOOR% FOR<target>% (the factors are several words: the rest counts from the end).
-    # The stream: replication by replication, each point over the floor in turn, every target
-    # run right after its reference partner (same position, in this order).
-    awk -v t="$t" -v first="$first" -v cap="$max_replications" -v target="$floor_target" \
-        -v j="$streams" \
-        -v rd="${beside[$t]}" -v r="$ref" -v d="$validation" -v sched="$schedule.unsorted" '
-      $1 == "POINT" { table = 1; next }
-      table && NF == 0 { table = 0 }
-      table && $1 ~ /^[0-9]+$/ {
-        f = $2; for (i = 3; i <= NF - 7; i++) f = f " " $i
-        floor = $(NF - 1); need = $NF + 0; want = need < cap ? need : cap
-        desc = sprintf("  point %s (%s): floor %s%% at %s replications (needs %s for %s%%)", $1,
-                       f, floor, $(NF - 6), need, target)
-        if (floor == "-" || floor + 0 <= target + 0 || want <= first) {
-          quiet[++nq] = desc ": no extra"
-          next
-        }
-        no++; pt[no] = $1; upto[no] = want; if (want > most) most = want
-        over[no] = sprintf("%s: %d replications (+%d)", desc, want, want - first)
-        runs += want - first; count[want - first]++
-      }
-      END {
-        i = 0
-        for (k = first; k < most; k++)
-          for (o = 1; o <= no; o++)
-            if (k < upto[o]) {
-              print i, runs, j, "run", rd, r, pt[o], k >> sched
-              print i, runs, j, "run", d, t, pt[o], k >> sched
-              i++
-            }
-        got = ""
-        for (e in count) got = got sprintf("%s%d point%s +%d", got == "" ? "" : ", ", count[e],
-                                           count[e] == 1 ? "" : "s", e)
-        printf "%s: %d of %d points over the %s%% floor get %d extra runs, each beside a " \
-               "reference run (%s)\n", t, no + 0, no + nq, target, runs + 0, no ? got : "none"
-        for (o = 1; o <= no; o++) print over[o]
-        for (o = 1; o <= nq; o++) print quiet[o]
-      }' "$out/validation/first-pass/$t.txt" >> "$log.tmp"
-    (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
+    extra_stream "$t" "${beside[$t]}"
   done
   # The held-out validation on the reference itself (its runs are the first target's partners,
-  # so the stream above may have added some): its points over the floor get unpaired runs up
+  # so the streams above may have added some): its points over the floor get unpaired runs up
   # to what their own spread needs, leaving out the replications already scheduled. Its p = 1
   # points spread as much as the targets' (plfE: 0.61-0.88 s at n = 1500, u = 1).
   "$invmw" validate --model "$model" --design "$validation" --platform "$ref" --db "$db" \
     --table "$out/tables/calibrated.toml" --label "$ref held-out (first pass)" \
     --floor-target "$floor_target" \
     --out "$out/validation/first-pass/$ref.json" > "$out/validation/first-pass/$ref.txt"
-  before=$(wc -l < "$schedule.unsorted")
-  awk -v t="$ref" -v first="$first" -v cap="$max_replications" -v target="$floor_target" \
-      -v j="$streams" -v d="$validation" -v sched="$schedule.unsorted" \
-      -v scheduled="$schedule.unsorted" '
-    FILENAME == scheduled { if ($4 == "run" && $5 == d && $6 == t) have[$7 " " $8] = 1; next }
-    $1 == "POINT" { table = 1; next }
-    table && NF == 0 { table = 0 }
-    table && $1 ~ /^[0-9]+$/ {
-      f = $2; for (i = 3; i <= NF - 7; i++) f = f " " $i
-      floor = $(NF - 1); need = $NF + 0; want = need < cap ? need : cap
-      desc = sprintf("  point %s (%s): floor %s%% at %s replications (needs %s for %s%%)", $1,
-                     f, floor, $(NF - 6), need, target)
-      if (floor == "-" || floor + 0 <= target + 0 || want <= first) {
-        quiet[++nq] = desc ": no extra"
-        next
-      }
-      no++; pt[no] = $1; upto[no] = want; if (want > most) most = want; add = 0
-      for (k = first; k < want; k++) if (!((pt[no] " " k) in have)) add++
-      over[no] = sprintf("%s: %d replications (+%d, %d of them beside the first target)", desc,
-                         want, want - first, want - first - add)
-      runs += add
-    }
-    END {
-      i = 0
-      for (k = first; k < most; k++)
-        for (o = 1; o <= no; o++)
-          if (k < upto[o] && !((pt[o] " " k) in have)) print i++, runs, j, "run", d, t, pt[o], k >> sched
-      printf "%s (held-out, unpaired): %d of %d points over the %s%% floor get %d extra runs\n", \
-             t, no + 0, no + nq, target, runs + 0
-      for (o = 1; o <= no; o++) print over[o]
-      for (o = 1; o <= nq; o++) print quiet[o]
-    }' "$schedule.unsorted" "$out/validation/first-pass/$ref.txt" >> "$log.tmp"
-  (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
+  extra_stream "$ref" ""
   mv "$log.tmp" "$log"
   # The output: each target's line and its points over the floor (the file has every point).
   awk '/ points over the .* floor get / || /^  point .*\(\+[0-9]+(, .*)?\)$/ { print "  " $0 }' "$log"
