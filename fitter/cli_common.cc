@@ -32,6 +32,14 @@ bool ParseAssignments(const std::vector<std::string>& items, const char* option,
   return true;
 }
 
+bool ParseShare(const std::string& text, double* share) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end || !(v >= 0 && v < 1)) return false;
+  *share = v;
+  return true;
+}
+
 nlohmann::json Num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }

@@ -17,5 +17,7 @@ nlohmann::json Num(double v);
 // Parses NAME=VALUE items (--fix, --set); returns false with *error set on a malformed item.
 bool ParseAssignments(const std::vector<std::string>& items, const char* option,
                       std::map<std::string, double>* out, std::string* error);
+// A share of a total, 0 <= F < 1, the whole text a number (--significant-share).
+bool ParseShare(const std::string& text, double* share);
 
 }  // namespace invmw::fit::cli

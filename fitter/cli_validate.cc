@@ -25,10 +25,6 @@ namespace {
 using invmw::cli::Args;
 using invmw::cli::Fail;
 
-nlohmann::json Number(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
-}
-
 nlohmann::json ToJson(const Model& m, const PlatformTable& table, const PlatformTable* ref,
                       const ResolvedParameters& rp, const std::string& design,
                       const std::string& run_platform, const std::string& db,
@@ -44,6 +40,7 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
   j["reference"] = ref ? nlohmann::json(ref->name) : nlohmann::json();
   j["statistic"] = v.statistic;
   j["floor_target_pct"] = v.floor_target_pct;
+  j["significant_share"] = v.significant_share;
   j["rule"] =
       "replications of a point summarised by their " + v.statistic +
       (v.paired && v.drift.applied ? " after dividing each run by its paired reference run's drift"
@@ -56,10 +53,10 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
                   {"pairs", v.drift.pairs},
                   {"applied", v.drift.applied},
                   {"unpaired", v.drift.unpaired},
-                  {"sd_log_across_time", Number(v.drift.sd_log_across_time)},
-                  {"sd_log_within_pairs", Number(v.drift.sd_log_within_pairs)},
-                  {"median_abs_drift_pct", Number(v.drift.median_abs_drift_pct)},
-                  {"worst_abs_drift_pct", Number(v.drift.worst_abs_drift_pct)}};
+                  {"sd_log_across_time", Num(v.drift.sd_log_across_time)},
+                  {"sd_log_within_pairs", Num(v.drift.sd_log_within_pairs)},
+                  {"median_abs_drift_pct", Num(v.drift.median_abs_drift_pct)},
+                  {"worst_abs_drift_pct", Num(v.drift.worst_abs_drift_pct)}};
   } else {
     j["drift"] = nullptr;
   }
@@ -77,25 +74,25 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
       jp["pairs"] = nlohmann::json::array();
       for (const auto& d : p.pairs)
         jp["pairs"].push_back(
-            {{"run", d.run}, {"reference_run", d.reference_run}, {"drift", Number(d.drift)}});
+            {{"run", d.run}, {"reference_run", d.reference_run}, {"drift", Num(d.drift)}});
     }
     for (const auto& r : p.responses) {
       nlohmann::json jr = {{"column", r.column},
                            {"replications", r.measured},
-                           {"mean", Number(r.mean)},
-                           {"median", Number(r.median)},
-                           {"min", Number(r.min)},
-                           {"max", Number(r.max)},
-                           {"sd", Number(r.sd)},
+                           {"mean", Num(r.mean)},
+                           {"median", Num(r.median)},
+                           {"min", Num(r.min)},
+                           {"max", Num(r.max)},
+                           {"sd", Num(r.sd)},
                            {"predicted", r.predicted},
-                           {"error_pct", Number(r.error_pct)},
-                           {"noise_floor_pct", Number(r.noise_floor_pct)},
+                           {"error_pct", Num(r.error_pct)},
+                           {"noise_floor_pct", Num(r.noise_floor_pct)},
                            {"replications_for_floor", r.replications_for_floor}};
       if (r.has_intervals) {
         for (size_t l = 0; l < r.intervals.size(); ++l)
-          jr[kIntervalKeys[l]] = {Number(r.intervals[l].low), Number(r.intervals[l].high)};
-        jr["model_error_sd_log"] = Number(r.model_sd_log);
-        jr["transfer_error_sd_log"] = Number(r.transfer_sd_log);
+          jr[kIntervalKeys[l]] = {Num(r.intervals[l].low), Num(r.intervals[l].high)};
+        jr["model_error_sd_log"] = Num(r.model_sd_log);
+        jr["transfer_error_sd_log"] = Num(r.transfer_sd_log);
       }
       jp["responses"][r.name] = jr;
     }
@@ -106,26 +103,37 @@ nlohmann::json ToJson(const Model& m, const PlatformTable& table, const Platform
         {"column", s.column},
         {"points", s.points},
         {"unmeasured", s.unmeasured},
-        {"median_abs_error_pct", Number(s.median_abs_pct)},
-        {"mean_abs_error_pct", Number(s.mean_abs_pct)},
-        {"worst_abs_error_pct", Number(s.worst_abs_pct)},
+        {"median_abs_error_pct", Num(s.median_abs_pct)},
+        {"mean_abs_error_pct", Num(s.mean_abs_pct)},
+        {"worst_abs_error_pct", Num(s.worst_abs_pct)},
         {"worst_point", s.worst_group},
-        {"noise_floor_median_abs_error_pct", Number(s.noise_floor_median_abs_pct)},
-        {"noise_floor_worst_abs_error_pct", Number(s.noise_floor_worst_abs_pct)},
-        {"sd_log_run", Number(s.sd_log_run)},
+        {"noise_floor_median_abs_error_pct", Num(s.noise_floor_median_abs_pct)},
+        {"noise_floor_worst_abs_error_pct", Num(s.noise_floor_worst_abs_pct)},
+        {"sd_log_run", Num(s.sd_log_run)},
         // The key names the 2% target: with another --floor-target it stays at 2%.
         {"replications_for_2pct_floor", ReplicationsForFloor(s.sd_log_run, v.statistic, 2)},
         {"replications_for_floor", s.replications_for_floor}};
     if (std::isfinite(s.coverage[0]))
       for (size_t l = 0; l < s.coverage.size(); ++l)
         j["summary"][s.name][std::string("coverage_") + (kIntervalKeys[l] + 9)] =
-            Number(s.coverage[l]);
+            Num(s.coverage[l]);
+    if (s.name != m.total().name) {
+      const auto& g = s.significant;
+      j["summary"][s.name]["significant"] = {
+          {"share_of_total", v.significant_share},
+          {"points", g.points},
+          {"median_abs_error_pct", Num(g.median_abs_pct)},
+          {"worst_abs_error_pct", Num(g.worst_abs_pct)},
+          {"noise_floor_median_abs_error_pct", Num(g.noise_floor_median_abs_pct)},
+          {"noise_floor_worst_abs_error_pct", Num(g.noise_floor_worst_abs_pct)},
+          {"coverage_90", Num(g.coverage_90)}};
+    }
     if (std::isfinite(s.model_sd_log)) {
-      j["summary"][s.name]["model_error_sd_log"] = Number(s.model_sd_log);
-      j["summary"][s.name]["transfer_error_sd_log"] = Number(s.transfer_sd_log);
+      j["summary"][s.name]["model_error_sd_log"] = Num(s.model_sd_log);
+      j["summary"][s.name]["transfer_error_sd_log"] = Num(s.transfer_sd_log);
       for (size_t l = 0; l < s.median_relative_width.size(); ++l)
         j["summary"][s.name][std::string("median_relative_width_") + (kIntervalKeys[l] + 9)] =
-            Number(s.median_relative_width[l]);
+            Num(s.median_relative_width[l]);
     }
   }
   return j;
@@ -187,6 +195,20 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
     if (s.unmeasured) std::printf(" [%d point(s) without a measured value]", s.unmeasured);
     std::printf("\n");
   }
+  // One line, not table rows: scripts read the table's rows by their response name.
+  std::printf(
+      "\ncomponents larger than %g%% of the total (points, median |error|%% / an exact model's "
+      "median over them):",
+      100 * v.significant_share);
+  for (size_t k = 1; k < v.summary.size(); ++k) {
+    const auto& g = v.summary[k].significant;
+    if (g.points)
+      std::printf(" %s %d %s/%s", v.summary[k].name.c_str(), g.points,
+                  Fmt(g.median_abs_pct, 0).c_str(), Fmt(g.noise_floor_median_abs_pct, 0).c_str());
+    else
+      std::printf(" %s 0", v.summary[k].name.c_str());
+  }
+  std::printf("\n");
   if (std::isfinite(v.summary.front().model_sd_log)) {
     // One line, not a table row: scripts read the table's rows by their response name.
     std::printf(
@@ -211,7 +233,8 @@ void PrintText(const Model& m, const PlatformTable& table, const PlatformTable* 
 int RunValidate(int argc, char** argv) {
   bool done = false, json = false;
   std::string model_name, design, db_path, run_platform, table_name, reference, tables_dir, label,
-      out, statistic = "median", pair_platform, pair_design, fit_json, floor_target;
+      out, statistic = "median", pair_platform, pair_design, fit_json, floor_target,
+           significant_share;
   std::vector<std::string> sets, derives, transfer_checks;
   Args args(
       "invmw validate --model MODEL --design NAME --table TABLE [--reference TABLE] [options]",
@@ -243,6 +266,9 @@ int RunValidate(int argc, char** argv) {
       .Option("--statistic", "S", &statistic, "of a point's replications: median (default), mean")
       .Option("--floor-target", "PCT", &floor_target,
               "noise floor whose replications per point are reported (default 2)")
+      .Option("--significant-share", "F", &significant_share,
+              "summarise each component also over the points where it is more than this "
+              "fraction of the measured total (default 0.1; JSON summary.R.significant)")
       .Option("--pair-platform", "NAME", &pair_platform,
               "cancel drift: pair every run with this platform's run of the same point and "
               "replication (taken beside it in time)")
@@ -277,6 +303,10 @@ int RunValidate(int argc, char** argv) {
         !std::isfinite(floor_target_pct))
       return Fail("validate: --floor-target " + floor_target + ": expected a positive percentage");
   }
+  double share = 0.1;
+  if (!significant_share.empty() && !ParseShare(significant_share, &share))
+    return Fail("validate: --significant-share " + significant_share +
+                ": expected a fraction of the total, 0 <= F < 1");
   if (statistic != "median" && statistic != "mean")
     return Fail("validate: --statistic must be median or mean, got '" + statistic + "'");
   if (!pair_design.empty() && pair_platform.empty())
@@ -298,6 +328,7 @@ int RunValidate(int argc, char** argv) {
     ValidateOptions vo;
     vo.statistic = statistic;
     vo.floor_target_pct = floor_target_pct;
+    vo.significant_share = share;
     DataTable paired;
     if (!pair_platform.empty()) {
       const std::string pd = pair_design.empty() ? design : pair_design;

@@ -91,6 +91,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
     throw DataError("statistic: must be \"mean\" or \"median\", got \"" + opts.statistic + "\"");
   if (!(opts.floor_target_pct > 0) || !std::isfinite(opts.floor_target_pct))
     throw DataError("floor target: must be a positive percentage");
+  if (!(opts.significant_share >= 0 && opts.significant_share < 1))
+    throw DataError("significant share: must be a fraction of the total in [0, 1)");
   const auto& factors = model.factors();
   // Where every factor's value comes from: a data column, a setting, or the model's default.
   std::vector<int> col(factors.size(), -1);
@@ -127,6 +129,7 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
   Validation v;
   v.statistic = opts.statistic;
   v.floor_target_pct = opts.floor_target_pct;
+  v.significant_share = opts.significant_share;
   // Drift of each row: its paired reference run over the reference's median at that point.
   std::vector<double> drift(data.rows.size(), 1.0);
   std::vector<std::string> partner(data.rows.size());
@@ -184,6 +187,10 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
   std::vector<std::array<int, 3>> covered(rs.size(), std::array<int, 3>{0, 0, 0});
   std::vector<int> with_interval(rs.size(), 0);
   std::vector<std::array<std::vector<double>, 3>> rel_width(rs.size());
+  // Per response and point: whether the component is significant (SignificantSummary) and
+  // whether the measured value is inside the 90% interval (-1: no interval or no value).
+  std::vector<std::vector<char>> significant(rs.size());
+  std::vector<std::vector<int>> inside90(rs.size());
   // Per response, each point's (normalized) replications, for the pooled per-run spread.
   std::vector<std::map<long, std::vector<double>>> spread(rs.size());
   for (const auto& [group, rows] : groups) {
@@ -240,6 +247,15 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
                          ? 100 * (vr.predicted - measured) / measured
                          : NAN;
       errors[k].push_back(vr.error_pct);
+      if (k == 0) {
+        significant[k].push_back(0);
+      } else {
+        const auto& t = pt.responses.front();
+        const double total = opts.statistic == "mean" ? t.mean : t.median;
+        significant[k].push_back(std::isfinite(measured) && std::isfinite(total) && total > 0 &&
+                                 measured > opts.significant_share * total);
+      }
+      inside90[k].push_back(-1);
       if (std::isfinite(vr.error_pct)) spread[k][group] = m;
       // One seed per point and response, so a point's floor does not depend on the others.
       deviations[k].push_back(std::isfinite(vr.error_pct)
@@ -261,6 +277,8 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
           if (std::isfinite(measured))
             covered[k][l] += vr.intervals[l].low <= measured && measured <= vr.intervals[l].high;
         }
+        if (std::isfinite(measured))
+          inside90[k].back() = vr.intervals[1].low <= measured && measured <= vr.intervals[1].high;
         with_interval[k] += std::isfinite(measured);
       }
       pt.responses.push_back(vr);
@@ -286,28 +304,49 @@ Validation Validate(const Model& model, const std::vector<double>& params, const
       }
     }
     s.median_abs_pct = MedianAbs(errors[k]);
-    // An exact model's median and worst |error| over the points, per draw, then the median over
-    // draws; points without a spread (one replication) count as 0.
-    std::vector<double> med_b, worst_b;
-    bool any = false;
-    for (const auto& d : deviations[k]) any = any || !d.empty();
-    for (int b = 0; any && b < opts.bootstrap; ++b) {
-      std::vector<double> e;
-      for (size_t i = 0; i < deviations[k].size(); ++i) {
-        if (!std::isfinite(errors[k][i])) continue;
-        e.push_back(deviations[k][i].empty() ? 0 : deviations[k][i][b]);
+    // An exact model's median and worst |error| over a set of points, per draw, then the median
+    // over draws; points without a spread (one replication) count as 0.
+    auto floors = [&](const std::vector<size_t>& which, double* median, double* worst) {
+      std::vector<double> med_b, worst_b;
+      bool any = false;
+      for (size_t i : which) any = any || !deviations[k][i].empty();
+      for (int b = 0; any && b < opts.bootstrap; ++b) {
+        std::vector<double> e;
+        for (size_t i : which) e.push_back(deviations[k][i].empty() ? 0 : deviations[k][i][b]);
+        med_b.push_back(Median(e));
+        worst_b.push_back(*std::max_element(e.begin(), e.end()));
       }
-      if (e.empty()) continue;
-      med_b.push_back(Median(e));
-      worst_b.push_back(*std::max_element(e.begin(), e.end()));
+      *median = Median(med_b);
+      *worst = Median(worst_b);
+    };
+    std::vector<size_t> with_error, large;
+    for (size_t i = 0; i < errors[k].size(); ++i) {
+      if (!std::isfinite(errors[k][i])) continue;
+      with_error.push_back(i);
+      if (significant[k][i]) large.push_back(i);
     }
-    s.noise_floor_median_abs_pct = Median(med_b);
+    floors(with_error, &s.noise_floor_median_abs_pct, &s.noise_floor_worst_abs_pct);
+    if (!large.empty()) {
+      SignificantSummary& g = s.significant;
+      g.points = static_cast<int>(large.size());
+      std::vector<double> e;
+      int in = 0, with = 0;
+      for (size_t i : large) {
+        e.push_back(errors[k][i]);
+        g.worst_abs_pct = std::isfinite(g.worst_abs_pct)
+                              ? std::max(g.worst_abs_pct, std::fabs(errors[k][i]))
+                              : std::fabs(errors[k][i]);
+        if (inside90[k][i] >= 0) ++with, in += inside90[k][i];
+      }
+      g.median_abs_pct = MedianAbs(e);
+      floors(large, &g.noise_floor_median_abs_pct, &g.noise_floor_worst_abs_pct);
+      if (with) g.coverage_90 = static_cast<double>(in) / with;
+    }
     // Replications chosen from the measured spread: the fewest whose statistic has a median
     // |error| of at most ValidateOptions::floor_target_pct for an exact model.
     s.sd_log_run = PooledSdLog(spread[k]);
     s.replications_for_floor =
         ReplicationsForFloor(s.sd_log_run, opts.statistic, opts.floor_target_pct);
-    s.noise_floor_worst_abs_pct = Median(worst_b);
     for (size_t l = 0; l < s.coverage.size(); ++l) {
       if (with_interval[k]) s.coverage[l] = static_cast<double>(covered[k][l]) / with_interval[k];
       if (!rel_width[k][l].empty()) s.median_relative_width[l] = Median(rel_width[k][l]);

@@ -448,6 +448,42 @@ TEST(Validate, TransferErrorFromACheck) {
   }
 }
 
+// Issue 20's benchmark judges components "larger than 10% of the total": the significant
+// summary is the same figures over only those points, with the floor over only those points.
+TEST(Validate, SignificantComponentsAreSummarisedOverTheirOwnPoints) {
+  Model m = PingPong();  // t_lat = b1 = 1e-4 s at every point
+  DataTable d;
+  d.source = "test";
+  d.columns = {"bytes", "t_meas", "t_lat"};
+  // t_lat's share of the measured total: 95% (error -50%), 11% (-20%), 0.5% and 0.25% (+100%
+  // each, with a wide spread: their floors are large).
+  d.rows = {{0, 2.1e-4, 2e-4},      {0, 2.1e-4, 2e-4},     {1e5, 1.1e-3, 1.25e-4},
+            {1e5, 1.1e-3, 1.25e-4}, {1e6, 0.0101, 2.5e-5}, {1e6, 0.0101, 7.5e-5},
+            {2e6, 0.0201, 2.5e-5},  {2e6, 0.0201, 7.5e-5}};
+  d.groups = {0, 0, 1, 1, 2, 2, 3, 3};
+  Validation v = Validate(m, {100, 1e-4}, d, {});
+  EXPECT_DOUBLE_EQ(v.significant_share, 0.1);
+  const auto& all = v.summary[1];
+  EXPECT_EQ(all.points, 4);
+  EXPECT_NEAR(all.median_abs_pct, 75, 1e-9);
+  EXPECT_GT(all.noise_floor_median_abs_pct, 5);  // the spread points lift the median
+  const auto& g = all.significant;
+  EXPECT_EQ(g.points, 2);
+  EXPECT_NEAR(g.median_abs_pct, 35, 1e-9);
+  EXPECT_NEAR(g.worst_abs_pct, 50, 1e-9);
+  EXPECT_NEAR(g.noise_floor_median_abs_pct, 0, 1e-12);  // both without a spread
+  EXPECT_TRUE(std::isnan(g.coverage_90));               // no intervals without --fit
+  EXPECT_EQ(v.summary[0].significant.points, 0);        // the total is not a component
+  ValidateOptions every;
+  every.significant_share = 0;
+  Validation v0 = Validate(m, {100, 1e-4}, d, {}, every);
+  EXPECT_EQ(v0.summary[1].significant.points, 4);
+  EXPECT_NEAR(v0.summary[1].significant.median_abs_pct, 75, 1e-9);
+  ValidateOptions bad;
+  bad.significant_share = 1;
+  EXPECT_THROW(Validate(m, {100, 1e-4}, d, {}, bad), DataError);
+}
+
 TEST(Validate, NormalQuantile) {
   EXPECT_NEAR(NormalQuantile(0.95), 1.6448536, 1e-6);
   EXPECT_NEAR(NormalQuantile(0.975), 1.9599640, 1e-6);
