@@ -6,7 +6,7 @@
 #include "report/replay_section.h"
 #include "report/model_search_section.h"
 
-#include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -145,19 +145,48 @@ std::string Pct(const json& obj, const char* key) {
   return obj.contains(key) && obj[key].is_number() ? Num(obj[key].get<double>()) : "-";
 }
 
-// The files of `invmw validate --out`, one per validated platform and direction, in name order.
-std::vector<std::string> ValidationFiles(const std::string& dir) {
-  std::vector<std::string> files;
-  if (DIR* d = opendir((dir + "/validation").c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0)
-        files.push_back(dir + "/validation/" + n);
+// validation/summary.json (`invmw validate summary`): the totals pooled over every validation,
+// and each component over the points where it is more than a share of the total, per
+// validation and pooled. Empty when the pipeline wrote no summary (runs before it existed).
+std::string PooledSection(const std::string& dir) {
+  const std::string file = dir + "/validation/summary.json";
+  if (access(file.c_str(), F_OK) != 0) return "";
+  const json s = ReadJson(file);
+  const std::string total = Text(s, "total", file, "");
+  const double share = Number(s, "significant_share", file, "");
+  auto row = [&](const std::string& response, const std::string& over, const json& f,
+                 const std::string& where) {
+    std::string in90 = "-";
+    if (Number(f, "with_90", file, where) > 0)
+      in90 = Num(Number(f, "in_90", file, where)) + " of " + Num(Number(f, "with_90", file, where));
+    return Row({XmlEscape(response), XmlEscape(over), Num(Number(f, "points", file, where)),
+                Pct(f, "median_abs_error_pct"), Pct(f, "noise_floor_median_abs_error_pct"),
+                Pct(f, "worst_abs_error_pct"), Pct(f, "noise_floor_worst_abs_error_pct"), in90});
+  };
+  std::string h =
+      "<h3>Pooled over the validations</h3>\n<p>The total over every point of every "
+      "validation above, and each component over only the points where it is more "
+      "than " +
+      Num(100 * share) +
+      "% of the measured total (a component of a few "
+      "milliseconds can be far off and matter to no one); floors as above.</p>\n"
+      "<table class=pooled>\n" +
+      Row({"response", "over", "points", "median |error| %", "floor of the median %",
+           "worst |error| %", "floor of the worst %", "in 90% interval"},
+          "th");
+  const json& all = Field(s, "all", file, "");
+  h += row(total, "all validations", Field(all, "total", file, "all."), "all.total.");
+  const json& vals = Field(s, "validations", file, "");
+  for (const auto& [name, f] : Field(all, "components", file, "all.").items()) {
+    for (size_t i = 0; i < vals.size(); ++i) {
+      const std::string w = "validations[" + std::to_string(i) + "].";
+      const json& c = Field(vals[i], "components", file, w);
+      if (c.contains(name))
+        h += row(name, Text(vals[i], "label", file, w), c[name], w + "components." + name + ".");
     }
-    closedir(d);
+    h += row(name, "all validations", f, "all.components." + name + ".");
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  return h + "</table>\n";
 }
 
 // Prediction errors: a summary row per validation and response, then every point's measured
@@ -201,6 +230,7 @@ std::string ValidationSection(const std::string& dir) {
     docs.push_back(std::move(v));
   }
   h += "</table>\n";
+  h += PooledSection(dir);
   for (size_t i = 0; i < docs.size(); ++i) {
     const json& v = docs[i];
     const std::string& file = files[i];

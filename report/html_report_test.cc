@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -117,6 +118,45 @@ TEST(HtmlReport, AFileThatIsNoSvgIsAnError) {
     EXPECT_NE(std::string(e.what()).find("breakdown.svg: no <svg> element"), std::string::npos)
         << e.what();
   }
+}
+
+// validation/summary.json (`invmw validate summary`) is the pooled table, not one more
+// validation: the page shows its rows and reads the validations without it.
+TEST(HtmlReport, PooledSummaryIsItsOwnTable) {
+  const std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"><rect/></svg>";
+  const std::string dir = MakePipelineDir({svg, svg, svg});
+  mkdir((dir + "/validation").c_str(), 0755);
+  Write(dir + "/validation/00-a.json",
+        R"({"label": "target a", "total": "t", "table": "x", "run_platform": "pa",
+            "summary": {"t": {"column": "t_wall", "points": 1, "median_abs_error_pct": 4}},
+            "points": [{"point": 0, "factors": {"p": 1},
+                        "responses": {"t": {"replications": 5, "mean": 1, "min": 0.9,
+                                            "max": 1.1, "predicted": 1.04, "error_pct": 4}}}]})");
+  Write(dir + "/validation/summary.json",
+        R"({"total": "t", "significant_share": 0.1,
+            "validations": [{"file": "00-a.json", "label": "target a",
+              "total": {"points": 1, "in_90": 1, "with_90": 1},
+              "components": {"t_sync": {"points": 1, "median_abs_error_pct": 45.5,
+                                        "in_90": 0, "with_90": 0}}}],
+            "all": {"total": {"points": 1, "median_abs_error_pct": 4, "in_90": 1, "with_90": 1},
+                    "components": {"t_sync": {"points": 1, "median_abs_error_pct": 45.5,
+                                              "in_90": 0, "with_90": 0}}}})");
+  const std::string page = BuildHtmlReport(dir);
+  EXPECT_NE(page.find("Pooled over the validations"), std::string::npos);
+  EXPECT_NE(page.find("<tr><td>t</td><td>all validations</td><td>1</td><td>4</td><td>-</td>"
+                      "<td>-</td><td>-</td><td>1 of 1</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<tr><td>t_sync</td><td>target a</td><td>1</td><td>45.5</td>"),
+            std::string::npos);
+  EXPECT_NE(page.find("more than 10% of the measured total"), std::string::npos);
+  // One validation in the errors table: the summary is not read as one (it has no "table").
+  EXPECT_EQ(page.find("<h3>target a: per point"), page.rfind("<h3>target a: per point"));
+  Write(dir + "/validation/summary.json", R"({"total": "t"})");
+  EXPECT_THROW(BuildHtmlReport(dir), ReportError);  // a malformed summary is named, not skipped
+  // The other tests share the directory.
+  std::remove((dir + "/validation/summary.json").c_str());
+  std::remove((dir + "/validation/00-a.json").c_str());
+  rmdir((dir + "/validation").c_str());
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "report/json_fields.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +50,27 @@ std::string Text(const json& obj, const std::string& key, const std::string& fil
   const json& v = Field(obj, key, file, where);
   if (!v.is_string()) throw ReportError(file + ": field '" + where + key + "' is not a string");
   return v.get<std::string>();
+}
+
+std::vector<std::string> JsonFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n[0] != '.' && n.compare(n.size() - 5, 5, ".json") == 0)
+        files.push_back(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<std::string> ValidationFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  for (auto& f : JsonFiles(dir + "/validation"))
+    if (f != dir + "/validation/summary.json") files.push_back(std::move(f));
+  return files;
 }
 
 }  // namespace invmw::report

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,5 +21,11 @@ double Number(const nlohmann::json& obj, const std::string& key, const std::stri
               const std::string& where);
 std::string Text(const nlohmann::json& obj, const std::string& key, const std::string& file,
                  const std::string& where);
+
+// The *.json files of a directory (not hidden ones), in name order; none if it does not exist.
+std::vector<std::string> JsonFiles(const std::string& dir);
+// DIR/validation's `invmw validate --out` files: its JSON files but the pooled summary.json
+// (`invmw validate summary`), which is not one validation.
+std::vector<std::string> ValidationFiles(const std::string& dir);
 
 }  // namespace invmw::report

@@ -3,8 +3,6 @@
 // one file each (html_report.cc).
 #include "report/replay_section.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,20 +21,6 @@ namespace invmw::report {
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string> JsonFiles(const std::string& dir) {
-  std::vector<std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 5 && n[0] != '.' && n.compare(n.size() - 5, 5, ".json") == 0)
-        files.push_back(dir + "/" + n);
-    }
-    closedir(d);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 std::string Fmt(double v, const char* f = "%.5g") {
   if (!std::isfinite(v)) return "-";
@@ -112,7 +96,7 @@ std::string ReplaySection(const std::string& dir) {
                        Row({"validation", "point", "factors", "measured mean (s)", "analytic (s)",
                             "analytic error %", "replay (s)", "replay error %", "not replayed %"},
                            "th");
-  for (const auto& file : JsonFiles(dir + "/validation")) {
+  for (const auto& file : ValidationFiles(dir)) {
     const json v = ReadJson(file);
     const std::string label = Text(v, "label", file, "");
     const std::string platform = v.value("run_platform", "");

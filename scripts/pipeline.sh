@@ -582,6 +582,14 @@ if [[ -n $reverse ]]; then
   fi
 fi
 
+# The figures the prediction benchmark judges, over every validation above (issue 20): each
+# total with its floor and 90% coverage, and each component where it is more than 10% of the
+# measured total.
+step "validations pooled: totals, coverage and the components larger than 10% of the total"
+"$invmw" validate summary --out "$out/validation/summary.json" "$out"/validation/[0-9]*.json \
+  > "$out/validation/summary.txt"
+sed 's/^/  /' "$out/validation/summary.txt"
+
 if [[ -n $from ]]; then
   echo
   echo "tables, fits and validations of $from's measurements (model $model) in $out"
@@ -656,7 +664,8 @@ cat <<SUMMARY
   experiment runs            $db (designs $calibration, $validation), run directories in $out/runs/
   fit on $ref       $out/fit.txt, $out/fit.json (also calibrated.{txt,json})
   platform tables            $out/tables/ (calibrated.toml fitted; probed: $ref ${targets[*]} local)
-  prediction errors          $out/validation/*.txt and *.json (median/worst per platform above)
+  prediction errors          $out/validation/*.txt and *.json (median/worst per platform above;
+                             summary.txt and .json pool them)
   predictions                $out/predictions.txt (+ .json; source documents' platforms),
                              $out/predictions-emulated.txt (emulated targets)
   plots                      $out/plots/{measured-vs-predicted,breakdown,predict}.{svg,png}

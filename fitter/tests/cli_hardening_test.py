@@ -172,6 +172,16 @@ def main():
                  '--pair-design', 'x'])
         refused(p, 'validate --pair-design alone', '--pair-design needs --pair-platform')
 
+        # `validate summary` reads only `invmw validate --json` files (issue 20's pooled figures).
+        vs = [inv, 'validate', 'summary']
+        refused(run(vs), 'validate summary without files', 'missing VALIDATION.json')
+        refused(run(vs + [small]), 'validate summary of a CSV', 'opal_small.csv', 'not JSON')
+        refused(run(vs + [fit_json]), 'validate summary of a fit', 'fit.json', "no 'total'")
+        refused(run(vs + ['--significant-share', '1', fit_json]),
+                'validate summary --significant-share 1', '--significant-share 1')
+        refused(run(vs + [os.path.join(tmp, 'none.json')]), 'validate summary of no file',
+                'none.json', 'cannot read')
+
     if failures:
         print(f'{len(failures)} failure(s)')
         sys.exit(1)

@@ -220,6 +220,22 @@ def check_validation(path, db, html):
                   g5(s["worst_abs_error_pct"]), g5(s["noise_floor_median_abs_error_pct"]),
                   g5(s["noise_floor_worst_abs_error_pct"]), g5(s["coverage_90"]))
         assert row in html, f"report lacks the summary row {row}"
+    # Components larger than 10% of the total (issue 20's benchmark): the same figures over only
+    # the points where the measured component is more than the share of the measured total.
+    key = "median" if v["statistic"] == "median" else "mean"
+    share = v["significant_share"]
+    for name in errors:
+        if name == v["total"]:
+            continue
+        big = [abs(vp["responses"][name]["error_pct"]) for vp in v["points"]
+               if vp["responses"][name]["error_pct"] is not None and
+               vp["responses"][name][key] > share * vp["responses"][v["total"]][key]]
+        g = v["summary"][name]["significant"]
+        assert g["share_of_total"] == share and g["points"] == len(big), f"{path}: {name} significant"
+        if big:
+            assert close(statistics.median(big), g["median_abs_error_pct"], 1e-7) and \
+                close(max(big), g["worst_abs_error_pct"], 1e-7), f"{path}: {name} significant median"
+            assert g["noise_floor_median_abs_error_pct"] is not None, f"{path}: {name} floor"
     total = v["summary"][v["total"]]
     print("%-45s total: median %.1f%% (floor %.1f%%), worst %.1f%% (floor %.1f%%), in 90%% "
           "interval %.0f%% of %d points%s" % (
@@ -232,6 +248,45 @@ def check_validation(path, db, html):
     assert total["median_abs_error_pct"] < 50, \
         f"{path}: median error of the total {total['median_abs_error_pct']:.1f}% >= 50%"
     return v
+
+
+def check_summary(path, vals, html):
+    """validation/summary.json (`invmw validate summary`): every validation's total and its
+    components larger than 10% of the total, pooled, recomputed from the validations' points."""
+    sm = json.load(open(path))
+    assert [x["label"] for x in sm["validations"]] == [v["label"] for v in vals], "summary labels"
+    share = sm["significant_share"]
+    errs, inside, with90, comp = [], 0, 0, {}
+    for v in vals:
+        key = "median" if v["statistic"] == "median" else "mean"
+        for vp in v["points"]:
+            t = vp["responses"][v["total"]]
+            errs.append(abs(t["error_pct"]))
+            with90 += 1
+            inside += t["interval_90"][0] <= t[key] <= t["interval_90"][1]
+            for name, r in vp["responses"].items():
+                if name != v["total"] and r["error_pct"] is not None and \
+                        r[key] > share * t[key]:
+                    comp.setdefault(name, []).append(abs(r["error_pct"]))
+    a = sm["all"]["total"]
+    assert a["points"] == len(errs) and close(a["median_abs_error_pct"], statistics.median(errs)) \
+        and close(a["worst_abs_error_pct"], max(errs)), f"{path}: pooled total {a}"
+    assert a["in_90"] == inside and a["with_90"] == with90, f"{path}: pooled coverage {a}"
+    assert a["noise_floor_median_abs_error_pct"] is not None, f"{path}: pooled floor"
+    assert sorted(sm["all"]["components"]) == sorted(comp), f"{path}: components {comp.keys()}"
+    for name, e in comp.items():
+        c = sm["all"]["components"][name]
+        assert c["points"] == len(e) and close(c["median_abs_error_pct"], statistics.median(e)), \
+            f"{path}: pooled {name}"
+    row = "<tr><td>%s</td><td>all validations</td><td>%d</td><td>%s</td>" % (
+        sm["total"], a["points"], g5(a["median_abs_error_pct"]))
+    assert row in html, f"report lacks the pooled row {row}"
+    print("pooled over %d validations: total median %.1f%% (floor %.1f%%), %d of %d points in "
+          "their 90%% intervals; components over %g%% of the total: %s" % (
+              len(vals), a["median_abs_error_pct"], a["noise_floor_median_abs_error_pct"],
+              inside, with90, 100 * share, ", ".join(
+                  "%s %.1f%% (%d points)" % (n, statistics.median(e), len(e))
+                  for n, e in sorted(comp.items()))))
 
 
 QUICK_CAP = 7  # pipeline.sh --quick: --max-replications' default
@@ -356,9 +411,10 @@ def main():
             "page not static"
         db = sqlite3.connect(os.path.join(out, "results.db"))
         vdir = os.path.join(out, "validation")
-        files = sorted(f for f in os.listdir(vdir) if f.endswith(".json"))
+        files = sorted(f for f in os.listdir(vdir) if f.endswith(".json") and f != "summary.json")
         assert len(files) == 2, f"expected 2 validations, found {files}"
         vals = {f: check_validation(os.path.join(vdir, f), db, html) for f in files}
+        check_summary(os.path.join(vdir, "summary.json"), [vals[f] for f in files], html)
         # Drift pairing (issue 20): the target's validation is paired with the reference's runs,
         # and in the schedule every target run comes right after the reference's run of the same
         # point and replication.
