@@ -160,6 +160,8 @@ ValidationPool PoolValidations(const std::vector<std::string>& paths, double sig
       all_comp[name].insert(all_comp[name].end(), pts.begin(), pts.end());
     pool.validations.push_back(std::move(vf));
   }
+  // Name order, as the header says: a component only a later file has would otherwise come last.
+  std::sort(pool.components.begin(), pool.components.end());
   pool.all_total = Figures(all_total, draws, seed);
   for (const auto& [name, pts] : all_comp) pool.all_components[name] = Figures(pts, draws, seed);
   return pool;
