@@ -22,7 +22,9 @@
 //   a2..a4  mean time per pair checked, per pair energy, per mass center of bonded work.
 // Means over replications carry their standard error (sample standard deviation / sqrt(K)) and
 // the source text gives the spread (min..max), the counts and the commands. The kernel times are
-// also written to [kernels], which the transfer rule of `invmw predict --reference` uses.
+// also written to [kernels], which the transfer rule of `invmw predict --reference` uses: there
+// each is the fastest replication, not the mean, since the rule takes a ratio of two platforms'
+// kernel times and interference from other work only slows a replication down (issue 20).
 //
 // Contract: ParseProbeLines throws ProbeError naming the source and line for a JSON line that is
 // not a probe record of contract F; other lines (launcher chatter) are skipped. EstimatePlatform
