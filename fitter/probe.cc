@@ -381,8 +381,8 @@ PlatformTable EstimatePlatform(const ProbeSamples& s, const ProbeContext& c) {
     // ratio of 1.24 to the reference and every prediction there was 18-34% long. The fastest
     // round spread 1.35-1.45e-08 s over the five (mean 1.45-1.79e-08).
     t.kernels.push_back({param, k.min, "s",
-                         "fastest round (the transfer rule's kernel time; interference only "
-                         "slows a round), mean " +
+                         "fastest replication (the transfer rule's kernel time; interference only "
+                         "slows a replication), mean " +
                              G(k.mean) + " s; " + src,
                          k.std_error});
   }

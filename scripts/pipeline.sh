@@ -104,10 +104,14 @@ paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
 # period, messages well above the 80 KiB token-bucket burst, means over replications. The
+# transfer rule's kernel time is the fastest kernel replication, so each round takes three (on
+# plfJ all three of the reference's single rounds ran 8-35% slow: ratios of 0.91 and every
+# 1 Gbit/s prediction 4-20% short). The
 # ping-pong's time budget per size keeps the 10 Mbit/s platform's probe short.
 probe_rounds=3
 probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 50
-            --pingpong-max-time 0.5 --barrier-reps 200 --n 3000 --kernel-reps 3)
+            --pingpong-max-time 0.5 --barrier-reps 200 --n 3000 --kernel-reps 3
+            --kernel-replications 3)
 if [[ $quick -eq 1 ]]; then
   ref=emu-4x50-shm
   calibration=pipeline-quick
@@ -118,7 +122,8 @@ if [[ $quick -eq 1 ]]; then
   breakdown_where=(--where n=2000 --where u=1)
   probe_rounds=2
   probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 20
-              --pingpong-max-time 0.3 --barrier-reps 100 --n 3000 --kernel-reps 2)
+              --pingpong-max-time 0.3 --barrier-reps 100 --n 3000 --kernel-reps 2
+              --kernel-replications 3)
   max_replications=${max_replications:-7}
   # The quick design's points are quiet on 100 Mbit/s (floors about 1%): a lower target, so that
   # the stage runs here too (at most 2 points x 2 extra pairs with the cap of 7).

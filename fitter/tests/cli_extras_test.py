@@ -178,6 +178,26 @@ def test_probe(a, tmp):
         raws.append(os.path.join(tmp, r + '.jsonl'))
         run([a.invmw, 'platform', 'probe', '--name', r, '--out', os.path.join(tmp, r + '.toml'),
              '--raw', raws[-1], '--n', n] + quick)
+    # The kernels alone can take more replications (the transfer rule's kernel time is the
+    # fastest of them, issue 20): r1 ran one of everything, this one 3 kernel replications.
+    more = os.path.join(tmp, 'more.jsonl')
+    run([a.invmw, 'platform', 'probe', '--name', 'more', '--out', os.path.join(tmp, 'more.toml'),
+         '--raw', more, '--n', '600', '--kernel-replications', '3'] + quick)
+    recs = [json.loads(l) for l in open(more) if l.startswith('{')]
+    count = lambda probe: len([r for r in recs if r.get('probe') == probe])
+    check(count('kernel') == 9 and count('barrier') == 1,
+          '--kernel-replications 3: 3 records of each kernel, one barrier: %d, %d' %
+          (count('kernel'), count('barrier')))
+    fastest = min(r['per_unit_s'] for r in recs if r.get('kernel') == 'pair_energy')
+    table = open(os.path.join(tmp, 'more.toml')).read()
+    kern = re.search(r'\[kernels\].*?^a3 = \{ value = ([0-9.e+-]+)', table, re.S | re.M)
+    check(kern and abs(float(kern.group(1)) / fastest - 1) < 1e-6,
+          '[kernels] a3 is the fastest of the replications (%s, fastest %g)' %
+          (kern and kern.group(1), fastest))
+    e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
+             '--kernel-replications', '0'], expect=2).stderr
+    check('--kernel-replications' in e and 'positive integer' in e,
+          '--kernel-replications 0 is refused: ' + e)
     pooled, again = os.path.join(tmp, 'pooled.toml'), os.path.join(tmp, 'again.toml')
     run([a.invmw, 'platform', 'probe', '--name', 'pooled', '--out', pooled, '--from-raw', raws[0],
          '--from-raw', raws[1], '--raw', os.path.join(tmp, 'pooled.jsonl')])

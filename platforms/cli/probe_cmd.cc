@@ -60,6 +60,10 @@ Args ProbeArgs(ProbeSettings* s) {
       .Option("--n", "N", &s->n, "mass centers of the kernels' system (default 2000)")
       .Option("--rc", "RC", &s->rc, "cut-off of the kernels' pair list, Angstrom (default 10)")
       .Option("--kernel-reps", "R", &s->k_reps, "kernel calls per measurement (default 3)")
+      .Option("--kernel-replications", "K", &s->k_replications,
+              "replications of the kernels probe (default: --replications); the transfer "
+              "rule's kernel time is the fastest of them, so more short ones make it robust "
+              "against moments of interference")
       .Option("--kernel-min-time", "S", &s->k_min_time,
               "more kernel calls until S seconds have passed (default 0.25: many CPU-quota "
               "periods)")
@@ -101,7 +105,9 @@ bool CheckSettings(ProbeSettings* s, std::string* error) {
         {"--barrier-ranks", &s->bar_ranks},
         {"--barrier-rounds", &s->bar_rounds},
         {"--n", &s->n},
-        {"--kernel-reps", &s->k_reps}}) {
+        {"--kernel-reps", &s->k_reps},
+        {"--kernel-replications", &s->k_replications}}) {
+    if (v == &s->k_replications && v->empty()) continue;  // not given: --replications
     char* end = nullptr;
     long x = std::strtol(v->c_str(), &end, 10);
     if (v->empty() || *end != '\0' || x < 1)

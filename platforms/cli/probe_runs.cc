@@ -162,9 +162,17 @@ std::map<std::string, std::vector<std::string>> ProbeCommands(const ProbeSetting
   if (std::atol(s.bar_compute_us.c_str()) > 0)
     bar.insert(bar.end(), {"--compute-us", s.bar_compute_us, "--rounds", s.bar_rounds});
   cmds["barrier"] = mpi(std::atoi(s.bar_ranks.c_str()), bar);
-  std::vector<std::string> kern = {
-      bin + "/probe-kernels", "--n",          s.n,          "--rc",      s.rc, "--reps", s.k_reps,
-      "--replications",       s.replications, "--min-time", s.k_min_time};
+  std::vector<std::string> kern = {bin + "/probe-kernels",
+                                   "--n",
+                                   s.n,
+                                   "--rc",
+                                   s.rc,
+                                   "--reps",
+                                   s.k_reps,
+                                   "--replications",
+                                   s.k_replications.empty() ? s.replications : s.k_replications,
+                                   "--min-time",
+                                   s.k_min_time};
   if (emu.empty()) {
     cmds["kernels"] = kern;
   } else {

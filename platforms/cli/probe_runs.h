@@ -17,7 +17,8 @@ struct ProbeSettings {
   std::vector<std::string> from_raw;
   std::string sizes = "0,8,64,512,4096,32768,262144,1048576", pp_reps = "200", bar_reps = "1000",
               replications = "3", bar_ranks = "2", n = "2000", rc = "10", k_reps = "3", pp_max_time,
-              k_min_time = "0.25", bar_compute_us = "2000", bar_rounds = "200";
+              k_min_time = "0.25", bar_compute_us = "2000", bar_rounds = "200",
+              k_replications;  // empty: --replications
   bool force = false, quiet = false;
 };
 
