@@ -104,9 +104,10 @@ paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
 # period, messages well above the 80 KiB token-bucket burst, means over replications. The
-# transfer rule's kernel time is the fastest kernel replication, so each round takes three (on
-# plfJ all three of the reference's single rounds ran 8-35% slow: ratios of 0.91 and every
-# 1 Gbit/s prediction 4-20% short). The
+# transfer rule's kernel time is the fastest kernel replication, so each round takes three:
+# short moments of interference slow about half of the quarter-second measurements. (It does not
+# help when the reference's slot stays slow through all its rounds, as in plfJ and plfK:
+# ratios 0.84-0.94 for equal CPU shares; docs/fitter.md.) The
 # ping-pong's time budget per size keeps the 10 Mbit/s platform's probe short.
 probe_rounds=3
 probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 50
