@@ -105,14 +105,19 @@ paper=(cray-j90 cray-t3e-900 fast-cops slow-cops smp-cops)
 # Probes must see a platform as an application does: kernels much longer than the 10 ms quota
 # period, messages well above the 80 KiB token-bucket burst, means over replications. The
 # transfer rule's kernel time is the fastest kernel replication, so each round takes three:
-# short moments of interference slow about half of the quarter-second measurements. (It does not
-# help when the reference's slot stays slow through all its rounds, as in plfJ and plfK:
-# ratios 0.84-0.94 for equal CPU shares; docs/fitter.md.) The
+# short moments of interference slow about half of the quarter-second measurements. Three rounds
+# were not enough moments: in plfJ and plfK all nine of the reference's kernel replications were
+# slow (ratios 0.84-0.94 for equal CPU shares; docs/fitter.md), the replications of one round
+# being slow together more often than not. So each platform also gets kernel_rounds short
+# kernels-only rounds (platform probe --only kernels, kernel_opts) as a stream of their own,
+# spread over the whole schedule like everything else. The
 # ping-pong's time budget per size keeps the 10 Mbit/s platform's probe short.
 probe_rounds=3
 probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 50
             --pingpong-max-time 0.5 --barrier-reps 200 --n 3000 --kernel-reps 3
             --kernel-replications 3)
+kernel_rounds=8
+kernel_opts=(--n 3000 --kernel-reps 3 --kernel-replications 2)
 if [[ $quick -eq 1 ]]; then
   ref=emu-4x50-shm
   calibration=pipeline-quick
@@ -125,6 +130,8 @@ if [[ $quick -eq 1 ]]; then
   probe_opts=(--sizes 0,1024,65536,262144,1048576 --pingpong-reps 20
               --pingpong-max-time 0.3 --barrier-reps 100 --n 3000 --kernel-reps 2
               --kernel-replications 3)
+  kernel_rounds=2
+  kernel_opts=(--n 3000 --kernel-reps 2 --kernel-replications 2)
   max_replications=${max_replications:-7}
   # The quick design's points are quiet on 100 Mbit/s (floors about 1%): a lower target, so that
   # the stage runs here too (at most 2 points x 2 extra pairs with the cap of 7).
@@ -163,6 +170,13 @@ add_probe_stream() {  # platform
   local r
   for ((r = 1; r <= probe_rounds; r++)); do
     echo "$((r - 1)) $probe_rounds $streams probe $1 $r" >> "$schedule.unsorted"
+  done
+  streams=$((streams + 1))
+}
+add_kernel_stream() {  # platform
+  local r
+  for ((r = 1; r <= kernel_rounds; r++)); do
+    echo "$((r - 1)) $kernel_rounds $streams kernels $1 $r" >> "$schedule.unsorted"
   done
   streams=$((streams + 1))
 }
@@ -246,6 +260,16 @@ run_schedule() {
         [[ $rc -lt 128 ]] || exit "$rc"
         failed=$((failed + 1))
         echo "pipeline: warning: probe round $b on $a failed (see $log)" >&2
+      fi
+    elif [[ $kind == kernels ]]; then  # platform round
+      log=$out/tables/rounds/$a-k$b.txt
+      "$invmw" platform probe --quiet --force --only kernels --platform "$a" "${kernel_opts[@]}" \
+        --raw "$out/tables/rounds/$a-k$b.jsonl" > "$log" 2>&1 || rc=$?
+      if [[ $rc -ne 0 ]]; then
+        rm -f "$out/tables/rounds/$a-k$b.jsonl"
+        [[ $rc -lt 128 ]] || exit "$rc"
+        failed=$((failed + 1))
+        echo "pipeline: warning: kernels round $b on $a failed (see $log)" >&2
       fi
     else  # design platform point replication
       log=$out/experiment-$a-$b.log
@@ -402,6 +426,11 @@ pool_probes() {  # platform
     [[ ! -f $f ]] || raw+=(--from-raw "$f")
   done
   [[ ${#raw[@]} -gt 0 ]] || { echo "pipeline: every probe round on $1 failed" >&2; exit 1; }
+  # The kernels-only rounds (absent in runs from before they existed, or failed: the others).
+  for ((r = 1; r <= kernel_rounds; r++)); do
+    local f=$out/tables/rounds/$1-k$r.jsonl
+    [[ ! -f $f ]] || raw+=(--from-raw "$f")
+  done
   "$invmw" platform probe --quiet --force --name "probed-$1" --title "$1 (probed)" \
     --platform "$1" "${raw[@]}" --out "$out/tables/$1.toml" --raw "$out/tables/$1-probes.jsonl" \
     > "$out/tables/$1-probe.txt"
@@ -484,9 +513,11 @@ fi
 
 platforms=("$ref" "${targets[@]}")
 [[ -z $reverse || " ${platforms[*]} " == *" $reverse "* ]] || platforms+=("$reverse")
-step "measurements, interleaved in time: $probe_rounds probe rounds on each of ${platforms[*]};" \
+step "measurements, interleaved in time: $probe_rounds probe rounds and $kernel_rounds kernels" \
+  "rounds on each of ${platforms[*]};" \
   "$calibration on $ref${reverse:+ and $reverse}; $validation on every platform"
 for p in "${platforms[@]}"; do add_probe_stream "$p"; done
+for p in "${platforms[@]}"; do add_kernel_stream "$p"; done
 add_run_stream "$calibration" "$ref"
 # The reference's held-out runs are the first target's partners; every further target gets its
 # own copy of the validation design on the reference (same points, its own name), run beside it.

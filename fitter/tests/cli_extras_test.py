@@ -194,6 +194,41 @@ def test_probe(a, tmp):
     check(kern and abs(float(kern.group(1)) / fastest - 1) < 1e-6,
           '[kernels] a3 is the fastest of the replications (%s, fastest %g)' %
           (kern and kern.group(1), fastest))
+    # --only kernels: extra kernel rounds between full ones (the pipeline spreads them over its
+    # schedule); no table, only --raw, which pools with a full round: the parameters are the
+    # mean over all kernel records, [kernels] the fastest of them.
+    konly = os.path.join(tmp, 'konly.jsonl')
+    o = run([a.invmw, 'platform', 'probe', '--only', 'kernels', '--raw', konly, '--n', '600',
+             '--kernel-replications', '2', '--quiet'])
+    krecs = [json.loads(l) for l in open(konly) if l.startswith('{')]
+    check(len(krecs) == 6 and all(r.get('probe') == 'kernel' for r in krecs) and
+          'konly.jsonl' in o.stdout,
+          '--only kernels --kernel-replications 2: 6 kernel records and nothing else: %d' %
+          len(krecs))
+    mixed = os.path.join(tmp, 'mixed.toml')
+    run([a.invmw, 'platform', 'probe', '--name', 'mixed', '--out', mixed, '--from-raw', raws[0],
+         '--from-raw', konly])
+    energies = [r['per_unit_s'] for r in krecs + [json.loads(l) for l in open(raws[0])
+                                                   if l.startswith('{')]
+                if r.get('kernel') == 'pair_energy']
+    text = open(mixed).read()
+    kern = re.search(r'\[kernels\].*?^a3 = \{ value = ([0-9.e+-]+)', text, re.S | re.M)
+    param = re.search(r'^a3 = \{ value = ([0-9.e+-]+)', text, re.M)
+    check(len(energies) == 3 and kern and param and
+          abs(float(kern.group(1)) / min(energies) - 1) < 1e-6 and
+          abs(float(param.group(1)) / (sum(energies) / 3) - 1) < 1e-6,
+          'a full round and a kernels-only file pool: a3 the mean of 3, [kernels] a3 the '
+          'fastest (%s, %s; records %s)' % (param and param.group(1), kern and kern.group(1),
+                                            energies))
+    for args, want in ((['--only', 'kernels'], '--raw FILE'),
+                       (['--only', 'kernels,disk', '--raw', konly + '2'], "unknown probe 'disk'"),
+                       (['--only', 'kernels', '--raw', konly], 'exists (use --force'),
+                       (['--only', 'kernels', '--raw', konly + '2', '--out', mixed], 'drop --out'),
+                       (['--only', 'kernels', '--raw', konly + '2', '--from-raw', konly],
+                        'measurement option')):
+        e = run([a.invmw, 'platform', 'probe'] + args, expect=2).stderr
+        check(want in e, '%s is refused: %s' % (' '.join(args), e))
+    check(not os.path.exists(konly + '2'), 'a refused --only run writes nothing')
     e = run([a.invmw, 'platform', 'probe', '--name', 'x', '--out', os.path.join(tmp, 'x.toml'),
              '--kernel-replications', '0'], expect=2).stderr
     check('--kernel-replications' in e and 'positive integer' in e,

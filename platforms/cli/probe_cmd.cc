@@ -42,7 +42,7 @@ Args ProbeArgs(ProbeSettings* s) {
   args.Option("--name", "NAME", &s->name, "table name (required)")
       .Option("--title", "TEXT", &s->title, "title for people (default: the name)")
       .Option("--out", "FILE", &s->out, "table to write (default: <tables dir>/NAME.toml)")
-      .Flag("--force", &s->force, "overwrite an existing table")
+      .Flag("--force", &s->force, "overwrite an existing table or --raw file")
       .Option("--platform", "EMU", &s->emu, "run the probes inside this emulated platform")
       .Option("--replications", "K", &s->replications, "replications of every probe (default 3)")
       .Option("--sizes", "LIST", &s->sizes, "ping-pong sizes in bytes (default 0,8,...,1048576)")
@@ -71,6 +71,11 @@ Args ProbeArgs(ProbeSettings* s) {
       .Option("--probes", "DIR", &s->probes_dir,
               "directory of the probe binaries (default: invmw's)")
       .Option("--raw", "FILE", &s->raw, "also keep the probes' JSON lines in FILE")
+      .Option("--only", "LIST", &s->only,
+              "run only these probes (comma-separated: pingpong, barrier, kernels; default all "
+              "three). Without all three no table can be estimated: --raw is then required and "
+              "is all that is written, for pooling with --from-raw; --name and --out are not "
+              "used")
       .Repeated("--from-raw", "FILE", &s->from_raw,
                 "probe nothing: pool the replications of earlier runs' --raw files into the "
                 "table (repeatable; --platform then only names where they ran, and the "
@@ -83,9 +88,17 @@ Args ProbeArgs(ProbeSettings* s) {
           "  invmw platform compare mynode e.toml fast-cops\n"
           "  invmw platform probe --name n --replications 1 --raw r1.jsonl --out r1.toml  # x3\n"
           "  invmw platform probe --name n --from-raw r1.jsonl --from-raw r2.jsonl \\\n"
-          "      --from-raw r3.jsonl --out n.toml      # rounds spread over time, pooled\n\n"
+          "      --from-raw r3.jsonl --out n.toml      # rounds spread over time, pooled\n"
+          "  invmw platform probe --only kernels --kernel-replications 2 --raw k1.jsonl\n"
+          "      # more kernel rounds between the full ones; add --from-raw k1.jsonl ...\n\n"
           "MPI runs as root need OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.\n");
   return args;
+}
+
+// True when --only leaves out a probe, so that no table can be estimated.
+bool PartialRun(const ProbeSettings& s) {
+  std::string ignored;
+  return OnlyProbes(s.only, &ignored).size() < 3;
 }
 
 // The options' values and the table to write (s->out, defaulted); false with *error (the
@@ -95,7 +108,18 @@ bool CheckSettings(ProbeSettings* s, std::string* error) {
     *error = message;
     return false;
   };
-  if (s->name.empty()) return fail("--name is required");
+  if (OnlyProbes(s->only, error).empty()) return false;
+  if (PartialRun(*s)) {
+    if (!s->from_raw.empty())
+      return fail("--only is a measurement option: --from-raw pools files and measures nothing");
+    if (s->raw.empty())
+      return fail("--only " + s->only +
+                  " cannot make a table (it needs all three probes): give --raw FILE to keep "
+                  "the records and pool them later with --from-raw");
+    if (!s->out.empty()) return fail("--only " + s->only + " writes no table: drop --out");
+  } else if (s->name.empty()) {
+    return fail("--name is required");
+  }
   if (s->name.find_first_of("/ \t") != std::string::npos)
     return fail("--name '" + s->name + "' must not contain '/' or blanks");
   for (const auto& [opt, v] :
@@ -129,6 +153,9 @@ bool CheckSettings(ProbeSettings* s, std::string* error) {
                   "': expected microseconds, 0..10000000");
   }
   if (std::atoi(s->bar_ranks.c_str()) < 2) return fail("--barrier-ranks must be at least 2");
+  if (!s->raw.empty() && !s->force && access(s->raw.c_str(), F_OK) == 0)
+    return fail(s->raw + " exists (use --force to overwrite it)");
+  if (PartialRun(*s)) return true;
   if (s->out.empty()) s->out = fit::PlatformTablesDir(s->tables_dir) + "/" + s->name + ".toml";
   if (!s->force && access(s->out.c_str(), F_OK) == 0)
     return fail(s->out + " exists (use --force to overwrite it)");
@@ -238,9 +265,15 @@ int RunProbe(int argc, char** argv) {
   try {
     std::string all;
     const fit::ProbeSamples samples =
-        RunProbes(ProbeCommands(s, bin, self), {bin + "/", invmw::cli::ExecutableDir() + "/"},
-                  s.quiet, &c, &all);
-    WriteTable(s, samples, all, &c);
+        RunProbes(ProbeCommands(s, bin, self), OnlyProbes(s.only, &err),
+                  {bin + "/", invmw::cli::ExecutableDir() + "/"}, s.quiet, &c, &all);
+    if (PartialRun(s)) {
+      fit::WriteFileAtomic(s.raw, all);
+      std::printf("wrote %s (%s only: pool it into a table with --from-raw)\n", s.raw.c_str(),
+                  s.only.c_str());
+    } else {
+      WriteTable(s, samples, all, &c);
+    }
     return 0;
   } catch (const std::exception& e) {
     return Fail(std::string("platform probe: ") + e.what());

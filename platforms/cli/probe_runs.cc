@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -185,15 +186,42 @@ std::map<std::string, std::vector<std::string>> ProbeCommands(const ProbeSetting
   return cmds;
 }
 
+std::vector<std::string> OnlyProbes(const std::string& only, std::string* error) {
+  static const char* const kProbes[] = {"pingpong", "barrier", "kernels"};
+  std::vector<std::string> named;
+  std::istringstream in(only);
+  for (std::string w; std::getline(in, w, ',');) {
+    if (std::find(std::begin(kProbes), std::end(kProbes), w) == std::end(kProbes)) {
+      *error = "--only '" + only + "': unknown probe '" + w +
+               "' (expected a comma-separated list of pingpong, barrier, kernels)";
+      return {};
+    }
+    if (std::find(named.begin(), named.end(), w) != named.end()) {
+      *error = "--only '" + only + "': '" + w + "' named twice";
+      return {};
+    }
+    named.push_back(w);
+  }
+  if (named.empty()) {
+    *error = "--only '" + only + "': expected a comma-separated list of pingpong, barrier, kernels";
+    return {};
+  }
+  std::vector<std::string> ordered;
+  for (const char* p : kProbes)
+    if (std::find(named.begin(), named.end(), p) != named.end()) ordered.push_back(p);
+  return ordered;
+}
+
 ProbeSamples RunProbes(const std::map<std::string, std::vector<std::string>>& cmds,
+                       const std::vector<std::string>& probes,
                        const std::vector<std::string>& hidden_dirs, bool quiet,
                        fit::ProbeContext* context, std::string* all) {
   ProbeSamples samples;
-  for (const char* probe : {"pingpong", "barrier", "kernels"}) {
+  for (const std::string& probe : probes) {
     const std::vector<std::string>& cmd = cmds.at(probe);
     if (!quiet) std::fprintf(stderr, "invmw: probe: %s\n", Joined(cmd).c_str());
     std::string text = Capture(cmd);
-    fit::ParseProbeLines(text, std::string("probe-") + probe, &samples);
+    fit::ParseProbeLines(text, "probe-" + probe, &samples);
     *all += text;
     std::string shown = Joined(cmd);
     for (const std::string& dir : hidden_dirs)

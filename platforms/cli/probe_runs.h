@@ -18,7 +18,8 @@ struct ProbeSettings {
   std::string sizes = "0,8,64,512,4096,32768,262144,1048576", pp_reps = "200", bar_reps = "1000",
               replications = "3", bar_ranks = "2", n = "2000", rc = "10", k_reps = "3", pp_max_time,
               k_min_time = "0.25", bar_compute_us = "2000", bar_rounds = "200",
-              k_replications;  // empty: --replications
+              k_replications,             // empty: --replications
+      only = "pingpong,barrier,kernels";  // --only: the probes to run
   bool force = false, quiet = false;
 };
 
@@ -28,10 +29,15 @@ std::map<std::string, std::vector<std::string>> ProbeCommands(const ProbeSetting
                                                               const std::string& bin,
                                                               const std::string& self);
 
-// Runs the probes' commands in order and pools their records; *all gets their JSON lines and
-// context->commands the command lines without the directories in `hidden_dirs` (the provenance
+// The probes --only names, in the order they run ("pingpong", "barrier", "kernels"); empty with
+// *error for an empty list or an unknown or repeated name.
+std::vector<std::string> OnlyProbes(const std::string& only, std::string* error);
+
+// Runs the commands of `probes` in that order and pools their records; *all gets their JSON lines
+// and context->commands the command lines without the directories in `hidden_dirs` (the provenance
 // names the probe's own arguments, not the absolute paths of this build). Throws ProbeError.
 fit::ProbeSamples RunProbes(const std::map<std::string, std::vector<std::string>>& cmds,
+                            const std::vector<std::string>& probes,
                             const std::vector<std::string>& hidden_dirs, bool quiet,
                             fit::ProbeContext* context, std::string* all);
 

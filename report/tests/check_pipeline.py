@@ -3,8 +3,8 @@
 checks the artefacts and the prediction-error tables.
 
 - The measurements ran in one interleaved schedule (schedule.txt lists every run of the database
-  and both platforms' probe rounds, spread over its two halves); each probed table pools its
-  rounds.
+  and both platforms' probe rounds, spread over its two halves, and their kernels-only rounds);
+  each probed table pools its rounds, its [kernels] the fastest of all their kernel records.
 - Every artefact exists; the HTML report shows the fit's own numbers (each fitted parameter's
   row with its estimate and standard error as fit.json has them) and every predicted platform.
 - Every validation (validation/*.json) is recomputed here from the results database rows alone:
@@ -391,9 +391,25 @@ def main():
                     f"{plat}: runs not spread over the schedule"
                 assert any(x[0] == "probe" and x[1] == plat for x in part), \
                     f"{plat}: probe rounds not spread over the schedule"
+            kern = [x for x in sched if x[0] == "kernels" and x[1] == plat]
+            assert len(kern) == 2, f"{plat}: expected 2 kernels rounds, got {kern}"
             table = open(os.path.join(out, "tables", plat + ".toml")).read()
-            assert "x 2 replications" in table and "pooled from %s-r1.jsonl, %s-r2.jsonl" % (
-                plat, plat) in table, f"{plat}: table does not pool its two rounds"
+            pooled = "pooled from %s-r1.jsonl, %s-r2.jsonl, %s-k1.jsonl, %s-k2.jsonl" % (
+                (plat,) * 4)
+            assert "x 2 replications" in table and pooled in table, \
+                f"{plat}: table does not pool its two rounds and two kernels rounds"
+            # Each probe round took 3 kernel replications, each kernels round 2: [kernels] is the
+            # fastest of the 10 records of each kernel in the rounds' files.
+            energy = []
+            for f in ("r1", "r2", "k1", "k2"):
+                energy += [json.loads(l)["per_unit_s"] for l in open(
+                    os.path.join(out, "tables", "rounds", "%s-%s.jsonl" % (plat, f)))
+                    if l.startswith("{") and '"pair_energy"' in l]
+            kern_a3 = re.search(r'\[kernels\].*?^a3 = \{ value = ([0-9.e+-]+)', table,
+                                re.S | re.M)
+            assert len(energy) == 10 and kern_a3 and \
+                abs(float(kern_a3.group(1)) / min(energy) - 1) < 1e-6, \
+                f"{plat}: [kernels] a3 {kern_a3 and kern_a3.group(1)} is not the fastest of {energy}"
         html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
         fit = json.load(open(os.path.join(out, "fit.json")))
         assert fit["parameters"], "fit.json has no parameters"

@@ -3,7 +3,8 @@
 (scripts/pipeline.sh --schedule-only): every design the schedule names parses and belongs to
 its run (the copies of the validation design renamed, their factors not), every target's
 validation run has the reference's run of the same point and replication right before it,
-and every platform gets its probe rounds. The full pipeline (README command 1) once stopped at
+and every platform gets its probe rounds and its kernels-only rounds, spread over both halves of
+the schedule (the transfer rule's kernel time is their fastest). The full pipeline (README command 1) once stopped at
 its first step because the copies' factors were renamed too; only a run of it showed that.
 
 usage: check_schedule.py PIPELINE_SH BUILD_DIR"""
@@ -36,7 +37,7 @@ def run(mode_args, out):
 def schedule_of(out):
     lines = [l.split() for l in open(os.path.join(out, "schedule.txt"))]
     for l in lines:
-        check(l[0] in ("probe", "run") and len(l) == (3 if l[0] == "probe" else 5),
+        check(l[0] in ("probe", "kernels", "run") and len(l) == (5 if l[0] == "run" else 3),
               f"malformed schedule line {l}")
     return lines
 
@@ -92,6 +93,9 @@ with tempfile.TemporaryDirectory() as tmp:
         for p in [ref] + targets:
             check(sum(1 for l in lines if l[0] == "probe" and l[1] == p) >= 2,
                   f"{mode}: platform {p} has fewer than 2 probe rounds")
+            kern = [i for i, l in enumerate(lines) if l[0] == "kernels" and l[1] == p]
+            check(len(kern) >= 2 and min(kern) < len(lines) // 2 <= max(kern),
+                  f"{mode}: platform {p}'s kernels rounds not in both halves: {kern}")
         cal = {l[2] for l in runs if l[1] == "pipeline-" + mode}
         check(len(cal) == n_cal, f"{mode}: calibration runs on {sorted(cal)}")
         print(f"{mode}: {len(lines)} measurements, {len(designs)} designs, "
