@@ -146,34 +146,37 @@ TEST(Model, OpalQuotaStallGrowsWithTheServersUntilTheCoresAreFull) {
   EXPECT_NEAR(per_sync(1), 0, 1e-15);
 }
 
-// sync20 (issue 20, item 4): opal_quota puts the quota stall where the inverse mapping measures
-// it. t_sync carries per synchronization b7 min(stall, T (1 - q)^2 / 2 / p), one rank's wait per
-// p servers (measured t_sync per synchronization falls with p while the stall grows: quarter
-// core 3.4 ms at p = 1, 1.8 ms at p = 3), t_comm half the rest (sends and receives to a
-// throttled server), the other half is only in the total (the mapping's t_idle); the total is
-// the same as with the whole stall in t_sync.
+// sync20 (issue 20, item 4) and revision 4: opal_quota puts the quota stall where the inverse
+// mapping measures it. The total carries b7 x the stall law; t_sync carries per synchronization
+// b10 min(stall, T (1 - q)^2 / 2), one rank's wait as the client's barrier sees it (b10 its own
+// parameter, not b7: the transfer rule scales b7 by the kernel ratio, and per synchronization the
+// quarter core's client waits about one hop at p = 1 and at p = 3 alike), t_comm half the rest
+// (sends and receives to a throttled server), the other half only in the total (the mapping's
+// t_idle). A sync share larger than b7's stall is all in the total too.
 TEST(Model, OpalQuotaSplitsTheStallWhereTheMappingMeasuresIt) {
   Model m = Model::Load(ResolveModelPath("opal_quota"));
+  ASSERT_GE(m.ParamIndex("b10"), 0) << "opal_quota has no b10";
   std::vector<double> f(m.factors().size());
   auto set = [&](const char* n, double v) { f[m.FactorIndex(n)] = v; };
   set("s", 10), set("n", 500), set("nt", 1e6), set("g", 0), set("alpha", 24);
   std::vector<double> p(m.parameters().size());
   auto par = [&](const char* n, double v) { p[m.ParamIndex(n)] = v; };
   par("a1", 100), par("b1", 1e-6), par("a2", 5e-9), par("a3", 2e-8), par("a4", 1e-7),
-      par("b5_loop", 1e-6), par("b7", 2), par("burst", 0), par("quota_period", 0.01),
-      par("cores", 2), par("b8", 0);
+      par("b5_loop", 1e-6), par("b7", 2), par("b10", 0.8), par("burst", 0),
+      par("quota_period", 0.01), par("cores", 2), par("b8", 0);
   auto eval = [&](const char* name) {
     for (const auto& r : m.responses())
       if (r.name == name) return r.expr.Eval<double>(f.data(), p.data());
     ADD_FAILURE() << "no response " << name;
     return 0.0;
   };
-  // What b7 adds to a response: its share of the stall.
+  // What the stall adds to a response: b7 and b10 against both 0.
   auto delta = [&](const char* name) {
     double with = eval(name);
-    par("b7", 0);
+    const double b7 = p[m.ParamIndex("b7")], b10 = p[m.ParamIndex("b10")];
+    par("b7", 0), par("b10", 0);
     double without = eval(name);
-    par("b7", 2);
+    par("b7", b7), par("b10", b10);
     return with - without;
   };
   auto law = [](double q, double servers, double spare) {
@@ -189,24 +192,32 @@ TEST(Model, OpalQuotaSplitsTheStallWhereTheMappingMeasuresIt) {
     for (double u : {0.1, 1.0}) {
       par("cpu_quota", c.q), set("p", c.servers), set("u", u);
       const double syncs = 2 * 10 * (u + 1);
-      const double stall = 2 * law(c.q, c.servers, c.spare);  // per synchronization, b7 = 2
-      const double hop = 2 * 0.01 * (1 - c.q) * (1 - c.q) / 2;
-      const double in_sync = std::min(stall, hop / c.servers);
+      const double law_wait = law(c.q, c.servers, c.spare);
+      const double stall = 2 * law_wait;  // per synchronization, b7 = 2
+      const double hop = 0.01 * (1 - c.q) * (1 - c.q) / 2;
+      const double in_sync = 0.8 * std::min(law_wait, hop);  // b10 = 0.8
       SCOPED_TRACE("q " + std::to_string(c.q) + " p " + std::to_string(c.servers) + " u " +
                    std::to_string(u));
-      EXPECT_NEAR(delta("t_opal"), syncs * stall, 1e-12);  // the law's size, all in the total
+      EXPECT_NEAR(delta("t_opal"), syncs * std::max(stall, in_sync), 1e-12);
       EXPECT_NEAR(delta("t_sync"), syncs * in_sync, 1e-12);
-      EXPECT_NEAR(delta("t_comm"), syncs * (stall - in_sync) / 2, 1e-12);
+      EXPECT_NEAR(delta("t_comm"), syncs * std::max(0.0, stall - in_sync) / 2, 1e-12);
       EXPECT_NEAR(delta("t_par_comp") + delta("t_seq_comp"), 0, 1e-15);
     }
   }
-  // p = 1: the client's barrier carries the whole stall, as before.
+  // The sync share does not follow b7 (which the transfer rule scales): only the total does.
   par("cpu_quota", 0.25), set("p", 1), set("u", 1);
-  EXPECT_NEAR(delta("t_sync"), delta("t_opal"), 1e-12);
-  // Quarter core at p = 3: the barrier one rank's wait per server, the rest in t_comm and idle.
-  set("p", 3);
-  EXPECT_LT(delta("t_sync"), 0.2 * delta("t_opal"));
-  EXPECT_GT(delta("t_comm"), 0.4 * delta("t_opal"));
+  const double sync_before = eval("t_sync"), total_before = eval("t_opal");
+  par("b7", 4);
+  EXPECT_NEAR(eval("t_sync"), sync_before, 1e-15);
+  EXPECT_GT(eval("t_opal"), total_before);
+  // Quarter core, p = 3: the barrier one rank's wait (not 1/p of it), under the whole stall.
+  par("b7", 2), set("p", 3);
+  EXPECT_NEAR(delta("t_sync"), 2 * 10 * 2 * 0.8 * 0.01 * 0.75 * 0.75 / 2, 1e-12);
+  EXPECT_LT(delta("t_sync"), 0.5 * delta("t_opal"));
+  // A sync share beyond b7's stall: t_comm gets none of it, the total all of it.
+  par("b7", 0.1), set("p", 1);
+  EXPECT_NEAR(delta("t_comm"), 0, 1e-15);
+  EXPECT_NEAR(delta("t_opal"), delta("t_sync"), 1e-12);
 }
 
 // Revision 3 (issue 20, phase length): each compute phase (a pair-list update, an energy

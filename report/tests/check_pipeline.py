@@ -98,15 +98,17 @@ def opal_quota(f, q):
                        2 * p * q["b1"] * (u + 1)),
         "t_sync": 2 * s * (u + 1) * q["b5_loop"],
     }
-    # sync20: the stall split by where the mapping measures it: one rank's wait per p servers
-    # (at most the stall) in t_sync, half the rest in t_comm, the other half only in the total.
+    # sync20, revision 4: the stall split by where the mapping measures it: b10 x one rank's wait
+    # (at most the law's stall) in t_sync, half the rest of b7's stall in t_comm, the other half
+    # only in the total.
     t_stall = 2 * s * (u + 1) * q["b7"] * stall
     hop = q["quota_period"] * (1 - cq) ** 2 / 2 if cq > 0 else 0.0
-    stall_sync = 2 * s * (u + 1) * q["b7"] * min(stall, hop / p)
-    stall_comm = (t_stall - stall_sync) / 2
+    stall_sync = 2 * s * (u + 1) * q["b10"] * min(stall, hop)
+    stall_comm = max(0, t_stall - stall_sync) / 2
     c["t_sync"] += stall_sync
     c["t_comm"] += stall_comm
-    c["t_opal"] = sum(c.values()) + (t_stall - stall_sync - stall_comm) - s * (p - 1) / p * copy
+    c["t_opal"] = (sum(c.values()) + (max(0, t_stall - stall_sync) - stall_comm) -
+                   s * (p - 1) / p * copy)
     return c
 
 
