@@ -166,17 +166,10 @@ step() { printf '\n== [%3ds] %s\n' $(($(date +%s) - t0)) "$*"; }
 schedule=$out/schedule.txt
 streams=0
 : > "$schedule.unsorted"
-add_probe_stream() {  # platform
+add_round_stream() {  # kind (probe or kernels) rounds platform
   local r
-  for ((r = 1; r <= probe_rounds; r++)); do
-    echo "$((r - 1)) $probe_rounds $streams probe $1 $r" >> "$schedule.unsorted"
-  done
-  streams=$((streams + 1))
-}
-add_kernel_stream() {  # platform
-  local r
-  for ((r = 1; r <= kernel_rounds; r++)); do
-    echo "$((r - 1)) $kernel_rounds $streams kernels $1 $r" >> "$schedule.unsorted"
+  for ((r = 1; r <= $2; r++)); do
+    echo "$((r - 1)) $2 $streams $1 $3 $r" >> "$schedule.unsorted"
   done
   streams=$((streams + 1))
 }
@@ -524,8 +517,8 @@ platforms=("$ref" "${targets[@]}")
 step "measurements, interleaved in time: $probe_rounds probe rounds and $kernel_rounds kernels" \
   "rounds on each of ${platforms[*]};" \
   "$calibration on $ref${reverse:+ and $reverse}; $validation on every platform"
-for p in "${platforms[@]}"; do add_probe_stream "$p"; done
-for p in "${platforms[@]}"; do add_kernel_stream "$p"; done
+for p in "${platforms[@]}"; do add_round_stream probe "$probe_rounds" "$p"; done
+for p in "${platforms[@]}"; do add_round_stream kernels "$kernel_rounds" "$p"; done
 add_run_stream "$calibration" "$ref"
 # The reference's held-out runs are the first target's partners; every further target gets its
 # own copy of the validation design on the reference (same points, its own name), run beside it.
