@@ -243,26 +243,23 @@ run_schedule() {
   # The schedule comes in on fd 3: mpirun reads standard input, which would swallow it.
   while read -r kind a b c d <&3; do
     rc=0
-    if [[ $kind == probe ]]; then  # platform round
-      log=$out/tables/rounds/$a-r$b.txt
-      "$invmw" platform probe --quiet --force --name "probed-$a" --platform "$a" \
-        "${probe_opts[@]}" --replications 1 --out "$out/tables/rounds/$a-r$b.toml" \
-        --raw "$out/tables/rounds/$a-r$b.jsonl" > "$log" 2>&1 || rc=$?
-      if [[ $rc -ne 0 ]]; then
-        rm -f "$out/tables/rounds/$a-r$b.jsonl"
-        [[ $rc -lt 128 ]] || exit "$rc"
-        failed=$((failed + 1))
-        echo "pipeline: warning: probe round $b on $a failed (see $log)" >&2
+    if [[ $kind == probe || $kind == kernels ]]; then  # platform round
+      local stem=$out/tables/rounds/$a-r$b  # P-rN: a full round, P-kN: kernels only
+      [[ $kind == probe ]] || stem=$out/tables/rounds/$a-k$b
+      log=$stem.txt
+      if [[ $kind == probe ]]; then
+        "$invmw" platform probe --quiet --force --name "probed-$a" --platform "$a" \
+          "${probe_opts[@]}" --replications 1 --out "$stem.toml" --raw "$stem.jsonl" \
+          > "$log" 2>&1 || rc=$?
+      else
+        "$invmw" platform probe --quiet --force --only kernels --platform "$a" \
+          "${kernel_opts[@]}" --raw "$stem.jsonl" > "$log" 2>&1 || rc=$?
       fi
-    elif [[ $kind == kernels ]]; then  # platform round
-      log=$out/tables/rounds/$a-k$b.txt
-      "$invmw" platform probe --quiet --force --only kernels --platform "$a" "${kernel_opts[@]}" \
-        --raw "$out/tables/rounds/$a-k$b.jsonl" > "$log" 2>&1 || rc=$?
       if [[ $rc -ne 0 ]]; then
-        rm -f "$out/tables/rounds/$a-k$b.jsonl"
+        rm -f "$stem.jsonl"
         [[ $rc -lt 128 ]] || exit "$rc"
         failed=$((failed + 1))
-        echo "pipeline: warning: kernels round $b on $a failed (see $log)" >&2
+        echo "pipeline: warning: $kind round $b on $a failed (see $log)" >&2
       fi
     else  # design platform point replication
       log=$out/experiment-$a-$b.log
