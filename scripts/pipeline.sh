@@ -244,17 +244,15 @@ run_schedule() {
   while read -r kind a b c d <&3; do
     rc=0
     if [[ $kind == probe || $kind == kernels ]]; then  # platform round
-      local stem=$out/tables/rounds/$a-r$b  # P-rN: a full round, P-kN: kernels only
-      [[ $kind == probe ]] || stem=$out/tables/rounds/$a-k$b
-      log=$stem.txt
+      # P-kN: kernels only, raw records; P-rN: a full round, also its own table.
+      local stem=$out/tables/rounds/$a-k$b what=(--only kernels "${kernel_opts[@]}")
       if [[ $kind == probe ]]; then
-        "$invmw" platform probe --quiet --force --name "probed-$a" --platform "$a" \
-          "${probe_opts[@]}" --replications 1 --out "$stem.toml" --raw "$stem.jsonl" \
-          > "$log" 2>&1 || rc=$?
-      else
-        "$invmw" platform probe --quiet --force --only kernels --platform "$a" \
-          "${kernel_opts[@]}" --raw "$stem.jsonl" > "$log" 2>&1 || rc=$?
+        stem=$out/tables/rounds/$a-r$b
+        what=(--name "probed-$a" "${probe_opts[@]}" --replications 1 --out "$stem.toml")
       fi
+      log=$stem.txt
+      "$invmw" platform probe --quiet --force --platform "$a" "${what[@]}" --raw "$stem.jsonl" \
+        > "$log" 2>&1 || rc=$?
       if [[ $rc -ne 0 ]]; then
         rm -f "$stem.jsonl"
         [[ $rc -lt 128 ]] || exit "$rc"
@@ -453,20 +451,16 @@ calibrate() {  # platform fit-name [--fix-from P=TABLE ...]
     > "$out/$2-first.txt" 2>&1 || true
   : > "$out/$2-fixed.txt"
   for name in $(awk '/^not determined by this design: / { print $6 }' "$out/$2-first.txt"); do
-    if [[ $name == b8 || $name == b9 ]]; then
-      # No probe measures the copy time (b8: a link slower than the copies hides it, 10 Mbit/s)
-      # or the full-speed start of a compute phase (b9): 0 is the model without them.
-      fixes+=(--fix "$name=0")
+    # No probe measures the copy time (b8: a link slower than the copies hides it, 10 Mbit/s),
+    # the full-speed start of a compute phase (b9) or the client barrier's share of the quota
+    # stall (b10, opal_quota revision 4): b8 = b9 = 0 is the model without them, b10 = 1 one
+    # rank's wait, the stall law's own.
+    local value=
+    case $name in b8 | b9) value=0 ;; b10) value=1 ;; esac
+    if [[ -n $value ]]; then
+      fixes+=(--fix "$name=$value")
       grep "^not determined by this design: $name " "$out/$2-first.txt" >> "$out/$2-fixed.txt"
-      echo "  $name: not determined by the design on $1; fixed at 0 (no probe measures it)"
-      continue
-    fi
-    if [[ $name == b10 ]]; then
-      # The client barrier's share of the quota stall (opal_quota revision 4): 1 is one rank's
-      # wait, the stall law's own, when the design's t_sync cannot tell.
-      fixes+=(--fix "$name=1")
-      grep "^not determined by this design: $name " "$out/$2-first.txt" >> "$out/$2-fixed.txt"
-      echo "  $name: not determined by the design on $1; fixed at 1 (no probe measures it)"
+      echo "  $name: not determined by the design on $1; fixed at $value (no probe measures it)"
       continue
     fi
     fixes+=(--fix-from "$name=$out/tables/$1.toml")
