@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,9 +43,15 @@ std::string Summary(const Platform& p, int ranks) {
     return std::to_string(p.nodes) + " simulated host(s), SimGrid SMPI, table " + p.table +
            (p.computation == "host" ? ", host-timed computation" : ", declared computation");
   if (p.HasQuota()) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld us)%s", ranks,
-                  p.cpu_quota * 100, static_cast<long long>(p.period_us),
+    char buf[200];
+    std::string spread;
+    if (p.period_spread > 0 && ranks > 1) {
+      int64_t longest = 0;
+      for (int r = 0; r < ranks; ++r) longest = std::max(longest, p.SlotPeriodUs(r));
+      spread = " to " + std::to_string(longest);
+    }
+    std::snprintf(buf, sizeof buf, "%d slot(s) x %.0f%% of a core (period %lld%s us)%s", ranks,
+                  p.cpu_quota * 100, static_cast<long long>(p.period_us), spread.c_str(),
                   p.pin_cores ? ", each pinned to a core" : "");
     s = buf;
   } else if (p.nodes > 0) {

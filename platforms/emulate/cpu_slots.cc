@@ -164,8 +164,8 @@ std::string RunGroupDir(const CpuHierarchy& h, const std::string& name) {
   return h.root + "/" + name;
 }
 
-void CreateRunGroup(const CpuHierarchy& h, const std::string& name, int slots, int64_t quota_us,
-                    int64_t period_us) {
+void CreateRunGroup(const CpuHierarchy& h, const std::string& name,
+                    const std::vector<SlotLimit>& limits) {
   std::string dir = RunGroupDir(h, name);
   std::string err;
   auto fail = [&](const std::string& what) {
@@ -194,10 +194,10 @@ void CreateRunGroup(const CpuHierarchy& h, const std::string& name, int slots, i
   // can take, so this cannot starve the machine beyond the platform's nodes x quota.
   const auto& [weight_file, weight] = PriorityWeight(h.version);
   if (!WriteFile(dir + "/" + weight_file, weight, &err)) fail(err);
-  for (int s = 0; s < slots; ++s) {
+  for (size_t s = 0; s < limits.size(); ++s) {
     std::string slot = dir + "/slot-" + std::to_string(s);
     if (mkdir(slot.c_str(), 0755) != 0) fail(slot + ": " + std::strerror(errno));
-    for (const auto& [file, value] : LimitFiles(h.version, quota_us, period_us))
+    for (const auto& [file, value] : LimitFiles(h.version, limits[s].quota_us, limits[s].period_us))
       if (!WriteFile(slot + "/" + file, value, &err)) fail(err);
   }
 }

@@ -41,10 +41,16 @@ bool FindCpuHierarchyIn(const std::string& mounts,
 // The directory of a run group.
 std::string RunGroupDir(const CpuHierarchy& h, const std::string& name);
 
-// Creates the run group with `slots` slots of quota_us per period_us each. On failure removes
+// A slot's CPU limit: quota_us of CPU per period_us.
+struct SlotLimit {
+  int64_t quota_us;
+  int64_t period_us;
+};
+
+// Creates the run group with one slot per limit (slot r gets limits[r]). On failure removes
 // what it made and throws PlatformError.
-void CreateRunGroup(const CpuHierarchy& h, const std::string& name, int slots, int64_t quota_us,
-                    int64_t period_us);
+void CreateRunGroup(const CpuHierarchy& h, const std::string& name,
+                    const std::vector<SlotLimit>& limits);
 
 // Moves the calling process into slot `slot` of the run group at `group_dir`. Throws
 // PlatformError.

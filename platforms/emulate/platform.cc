@@ -74,7 +74,20 @@ Platform LocalPlatform() {
 }  // namespace
 
 int64_t Platform::QuotaUs() const {
-  return static_cast<int64_t>(std::llround(cpu_quota * static_cast<double>(period_us)));
+  return SlotQuotaUs(0);
+}
+
+int64_t Platform::SlotPeriodUs(int slot) const {
+  // The golden ratio's fractional part spreads any number of slots over [0, 1) with no two
+  // close together (a low-discrepancy sequence), whatever the slot count.
+  constexpr double kGolden = 0.6180339887498949;
+  double where = std::fmod(static_cast<double>(slot) * kGolden, 1.0);
+  return static_cast<int64_t>(
+      std::llround(static_cast<double>(period_us) * (1.0 + period_spread * where)));
+}
+
+int64_t Platform::SlotQuotaUs(int slot) const {
+  return static_cast<int64_t>(std::llround(cpu_quota * static_cast<double>(SlotPeriodUs(slot))));
 }
 
 std::string PlatformsDir() {
@@ -199,13 +212,15 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
                         "have no kind");
   }
   static const std::set<std::string> kKeys = {
-      "name",    "description", "caveat", "nodes", "ranks",           "cpu_quota", "period_us",
-      "network", "rate",        "burst",  "queue", "yield_when_idle", "mtu",       "pin_cores"};
+      "name",      "description", "caveat",          "nodes",   "ranks",
+      "cpu_quota", "period_us",   "period_spread",   "network", "rate",
+      "burst",     "queue",       "yield_when_idle", "mtu",     "pin_cores"};
   for (const auto& [k, v] : doc) {
     if (!kKeys.count(std::string(k.str())))
       throw PlatformError(Where(source, k.source()) + "unknown key '" + std::string(k.str()) +
                           "' (expected name, description, caveat, nodes, cpu_quota, period_us, "
-                          "network, rate, burst, queue, mtu, yield_when_idle, pin_cores)");
+                          "period_spread, network, rate, burst, queue, mtu, yield_when_idle, "
+                          "pin_cores)");
   }
   auto str = [&](const char* key, bool required, std::string def) -> std::string {
     const toml::node* n = doc.get(key);
@@ -264,6 +279,24 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
         kDefaultPeriodUs,
         static_cast<int64_t>(std::ceil(static_cast<double>(kMinCfsUs) / p.cpu_quota)));
   }
+  if (const toml::node* n = doc.get("period_spread")) {
+    auto v = n->value<double>();
+    if (!v || !(*v >= 0) || *v > kMaxPeriodSpread)
+      throw PlatformError(where("period_spread") +
+                          "'period_spread' must be a number from 0 to 0.5 (how far the slots' "
+                          "CFS periods lie above period_us, a fraction of it)");
+    if (!p.HasQuota())
+      throw PlatformError(where("period_spread") +
+                          "'period_spread' without a 'cpu_quota' means nothing");
+    p.period_spread = *v;
+  } else if (p.HasQuota()) {
+    p.period_spread = kDefaultPeriodSpread;
+  }
+  if (p.HasQuota() && p.period_us * (1.0 + p.period_spread) > kMaxCfsPeriodUs)
+    throw PlatformError(where("period_spread") + "period_us " + std::to_string(p.period_us) +
+                        " x (1 + period_spread " + std::to_string(p.period_spread) +
+                        ") is over the kernel's longest period, " +
+                        std::to_string(kMaxCfsPeriodUs) + " us: lower one of them");
   if (p.HasQuota() && p.QuotaUs() < kMinCfsUs) {
     int64_t need = static_cast<int64_t>(std::ceil(static_cast<double>(kMinCfsUs) / p.cpu_quota));
     throw PlatformError(

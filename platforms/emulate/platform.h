@@ -13,6 +13,8 @@
 //   nodes = 4               # virtual nodes = rank slots
 //   cpu_quota = 0.5         # fraction of a core per rank; absent or 0: no quota
 //   period_us = 10000       # CFS period; default 10 ms (measured best, docs/platforms.md)
+//   period_spread = 0.05    # slot r's period is period_us x (1 + spread x frac(r x 0.618...));
+//                           # default 0.05: the slots' periods must not stay in phase
 //   network = "tcp"         # "shm", "tcp" or "host" (local: the machine's own)
 //   rate = "100mbit"        # tcp only; absent: unlimited loopback
 //   burst = "80kb"          # token bucket depth, must exceed the loopback MTU
@@ -44,6 +46,10 @@ constexpr int64_t kMinCfsUs = 1000;
 constexpr int64_t kMaxCfsPeriodUs = 1000000;
 // The period a platform gets unless it names one (see platform.cc and docs/platforms.md).
 constexpr int64_t kDefaultPeriodUs = 10000;
+// How far apart the slots' periods lie unless a platform says otherwise (see Platform::
+// period_spread and docs/platforms.md "Period spread").
+constexpr double kDefaultPeriodSpread = 0.05;
+constexpr double kMaxPeriodSpread = 0.5;
 // The loopback's default MTU. A token bucket shallower than one packet never lets a packet
 // through, so the burst must exceed the MTU; a platform may lower the MTU (key `mtu`) to allow a
 // shallow bucket, whose burst short messages cannot use to beat the rate.
@@ -58,6 +64,14 @@ struct Platform {
   int nodes = 0;         // rank slots; 0 = unbounded (local)
   double cpu_quota = 0;  // fraction of one core per rank; 0 = no quota
   int64_t period_us = 0;
+  // Slot r's CFS period is period_us (1 + period_spread frac(r g)), g the golden ratio's
+  // fractional part, and its quota cpu_quota times that: every slot keeps its share of a core,
+  // but no two slots' periods are equal. With equal periods the ranks' throttling locks into
+  // one relative phase for a whole run, a different one each run, and the run's split between
+  // computation, communication and synchronization (not its total) becomes a lottery: opal-mini's
+  // t_sync varied by sd(log) 0.9-1.1 between runs of one point, 0.17-0.30 with a spread of
+  // 0.01-0.1 (docs/platforms.md "Period spread"). 0 gives every slot period_us.
+  double period_spread = 0;
   Network network = Network::kHost;
   int64_t rate_bps = 0;   // bits per second; 0 = unlimited
   std::string rate_text;  // as written, for messages
@@ -86,8 +100,11 @@ struct Platform {
   bool HasQuota() const { return cpu_quota > 0; }
   bool HasNamespace() const { return network == Network::kTcp; }
   bool NeedsRoot() const { return HasQuota() || HasNamespace(); }
-  // Quota per slot in microseconds of CPU per period.
+  // Quota in microseconds of CPU per period of slot 0, whose period is period_us.
   int64_t QuotaUs() const;
+  // Slot `slot`'s CFS period and quota (period_spread above).
+  int64_t SlotPeriodUs(int slot) const;
+  int64_t SlotQuotaUs(int slot) const;
   // Cores the platform uses when every slot is busy (nodes x quota).
   double TotalCores() const { return nodes * cpu_quota; }
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 
 #include "platforms/emulate/cpu_slots.h"
 #include "platforms/emulate/netns.h"
@@ -50,6 +51,51 @@ TEST(Platform, DefaultPeriodIsTenMillisecondsOrWhatTheQuotaNeeds) {
   EXPECT_EQ(period("1.0"), 10000);
   EXPECT_EQ(period("0.05"), 20000);  // 1 ms, the kernel's minimum quota
   EXPECT_EQ(period("0.03"), 33334);
+}
+
+TEST(Platform, SlotPeriodsSpreadAboveThePeriodEachWithItsShare) {
+  Platform p = ParsePlatform(std::string(kHeader) + "nodes = 8\ncpu_quota = 0.25\n", "p.toml");
+  EXPECT_DOUBLE_EQ(p.period_spread, kDefaultPeriodSpread);
+  EXPECT_EQ(p.SlotPeriodUs(0), 10000);
+  EXPECT_EQ(p.QuotaUs(), 2500);
+  std::set<int64_t> seen;
+  for (int r = 0; r < 64; ++r) {
+    int64_t t = p.SlotPeriodUs(r);
+    EXPECT_GE(t, 10000) << r;
+    EXPECT_LT(t, 10500) << r;
+    EXPECT_NEAR(p.SlotQuotaUs(r), 0.25 * t, 0.5) << r;
+    if (r < 8) seen.insert(t);
+  }
+  EXPECT_EQ(seen.size(), 8u);  // no two of the 8 slots share a period
+  // Slot 1 lies 0.618 x 5% above, slot 2 0.236 x 5%: the golden ratio's fractional parts.
+  EXPECT_EQ(p.SlotPeriodUs(1), 10309);
+  EXPECT_EQ(p.SlotPeriodUs(2), 10118);
+
+  Platform same = ParsePlatform(
+      std::string(kHeader) + "nodes = 4\ncpu_quota = 0.5\nperiod_spread = 0\n", "p.toml");
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(same.SlotPeriodUs(r), 10000) << r;
+  Platform wide = ParsePlatform(
+      std::string(kHeader) + "nodes = 4\ncpu_quota = 0.5\nperiod_spread = 0.5\n", "p.toml");
+  EXPECT_EQ(wide.SlotPeriodUs(1), 13090);
+  EXPECT_EQ(wide.SlotQuotaUs(1), 6545);
+  // No quota, no periods.
+  EXPECT_DOUBLE_EQ(ParsePlatform(std::string(kHeader) + "nodes = 2\n", "p.toml").period_spread, 0);
+}
+
+TEST(Platform, RejectsABadPeriodSpreadNamingTheField) {
+  std::string e =
+      ErrorOf(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.5\nperiod_spread = 0.6\n");
+  EXPECT_NE(e.find("p.toml:5: 'period_spread' must be a number from 0 to 0.5"), std::string::npos)
+      << e;
+  e = ErrorOf(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.5\nperiod_spread = -0.1\n");
+  EXPECT_NE(e.find("p.toml:5: 'period_spread'"), std::string::npos) << e;
+  e = ErrorOf(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.5\nperiod_spread = \"5%\"\n");
+  EXPECT_NE(e.find("p.toml:5: 'period_spread'"), std::string::npos) << e;
+  e = ErrorOf(std::string(kHeader) + "nodes = 2\nperiod_spread = 0.05\n");
+  EXPECT_NE(e.find("'period_spread' without a 'cpu_quota'"), std::string::npos) << e;
+  e = ErrorOf(std::string(kHeader) +
+              "nodes = 2\ncpu_quota = 0.5\nperiod_us = 990000\nperiod_spread = 0.05\n");
+  EXPECT_NE(e.find("over the kernel's longest period"), std::string::npos) << e;
 }
 
 TEST(Platform, RejectsQuotaUnderTheKernelMinimumNamingTheFix) {

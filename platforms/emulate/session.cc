@@ -103,7 +103,9 @@ void Session::Setup() {
   try {
     if (p.HasQuota()) {
       have_group_ = true;  // CreateRunGroup removes a half-made group itself; Teardown is benign
-      CreateRunGroup(cpu_, name_, ranks_, p.QuotaUs(), p.period_us);
+      std::vector<SlotLimit> limits;
+      for (int r = 0; r < ranks_; ++r) limits.push_back({p.SlotQuotaUs(r), p.SlotPeriodUs(r)});
+      CreateRunGroup(cpu_, name_, limits);
     }
     if (p.HasNamespace()) {
       have_netns_ = true;

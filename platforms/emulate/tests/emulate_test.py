@@ -150,20 +150,54 @@ def test_scaling(args):
     check(speedup >= 3.0, f"4 ranks at 25% run >= 3x faster than 1 (got {speedup:.2f})")
 
 
+# Run by each rank: its CPU and its own slot's CFS limit, read while the slot exists.
+SHOW_SLOT = r"""
+import os, sys, time
+roots = sys.argv[1:]
+limit = None
+for line in open("/proc/self/cgroup"):
+    ids, controllers, path = line.rstrip("\n").split(":", 2)
+    for root in roots:
+        d = root + path
+        if "cpu" in controllers.split(",") and os.path.exists(d + "/cpu.cfs_period_us"):
+            limit = (open(d + "/cpu.cfs_quota_us").read().strip(),
+                     open(d + "/cpu.cfs_period_us").read().strip())
+        elif controllers == "" and os.path.exists(d + "/cpu.max"):
+            limit = tuple(open(d + "/cpu.max").read().split())
+cpus = sorted(os.sched_getaffinity(0))
+print("rank", os.environ.get("OMPI_COMM_WORLD_RANK"), ",".join(map(str, cpus)),
+      " ".join(limit) if limit else "none none", flush=True)
+time.sleep(1)  # mpirun's output forwarding can lose what a process prints just before it exits
+"""
+
+
 def test_pinning(args):
     """Each CPU slot runs on one core: slot r on the r-th usable CPU (modulo their number), for
-    any launcher (here mpirun, whose own binding the slot overrides)."""
+    any launcher (here mpirun, whose own binding the slot overrides); and each slot has its own
+    CFS period (the platform's period_spread, default 0.05): slot 0 the platform's 10 ms, the
+    others distinct and at most 5% longer, every one with a quota of 50% of its period."""
     need()
     usable = sorted(os.sched_getaffinity(0))
-    show = ("echo rank $OMPI_COMM_WORLD_RANK "
-            "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)")
-    rc, out = run_exec(args, "emu-4x50-shm", mpirun(args, "emu-4x50-shm", 4, ["sh", "-c", show]),
-                       ranks=4)
+    rc, out = run_exec(args, "emu-4x50-shm",
+                       mpirun(args, "emu-4x50-shm", 4,
+                              [sys.executable, "-c", SHOW_SLOT] + CPU_ROOTS), ranks=4)
     check(rc == 0, f"4 ranks on emu-4x50-shm exited {rc}")
-    got = dict(line.split()[1:3] for line in out.splitlines() if line.startswith("rank "))
+    got, limits = {}, {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] == "rank":
+            got[f[1]] = f[2]
+            limits[int(f[1])] = (int(f[3]), int(f[4])) if f[3].isdigit() and f[4].isdigit() else None
     want = {str(r): str(usable[r % len(usable)]) for r in range(4)}
-    print(f"usable CPUs {usable}; CPU of each slot: {got}")
+    print(f"usable CPUs {usable}; CPU of each slot: {got}; (quota, period) us: {limits}")
     check(got == want, f"slot r runs on CPU usable[r % {len(usable)}]: want {want}, got {got}")
+    periods = [(limits.get(r) or (0, 0))[1] for r in range(4)]
+    check(None not in limits.values() and len(limits) == 4, "every rank's slot limit was read")
+    check(periods[0] == 10000, f"slot 0 has the platform's period (got {periods[0]} us)")
+    check(len(set(periods)) == 4 and all(10000 <= t <= 10500 for t in periods),
+          f"the four periods are distinct, within 10000-10500 us: {periods}")
+    check(all(v and abs(v[0] - v[1] / 2) <= 1 for v in limits.values()),
+          f"every slot's quota is 50% of its own period: {limits}")
 
 
 # The transfer: a receiver and a sender, two processes in two CPU slots of the namespace.
