@@ -21,6 +21,13 @@ namespace invmw::emulate {
 
 namespace {
 
+// A number as a person would write it (0.0009999, 0.05), not std::to_string's 0.001000.
+std::string Num(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 std::string Where(const std::string& source, const toml::source_region& r) {
   return source + ":" + std::to_string(r.begin.line) + ": ";
 }
@@ -278,6 +285,12 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
     p.period_us = std::max<int64_t>(
         kDefaultPeriodUs,
         static_cast<int64_t>(std::ceil(static_cast<double>(kMinCfsUs) / p.cpu_quota)));
+    if (p.period_us > kMaxCfsPeriodUs)
+      throw PlatformError(where("cpu_quota") + "cpu_quota " + Num(p.cpu_quota) +
+                          " is under the smallest share the kernel can give: its shortest " +
+                          "quota, " + std::to_string(kMinCfsUs) + " us, needs a period over " +
+                          "its longest, " + std::to_string(kMaxCfsPeriodUs) + " us (use " +
+                          "cpu_quota >= 0.001)");
   }
   if (const toml::node* n = doc.get("period_spread")) {
     auto v = n->value<double>();
@@ -290,20 +303,23 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
                           "'period_spread' without a 'cpu_quota' means nothing");
     p.period_spread = *v;
   } else if (p.HasQuota()) {
-    p.period_spread = kDefaultPeriodSpread;
+    // A period near the kernel's longest (a tiny quota's) leaves less room above it.
+    p.period_spread =
+        std::min(kDefaultPeriodSpread, static_cast<double>(kMaxCfsPeriodUs - p.period_us) /
+                                           static_cast<double>(p.period_us));
   }
   if (p.HasQuota() && p.period_us * (1.0 + p.period_spread) > kMaxCfsPeriodUs)
     throw PlatformError(where("period_spread") + "period_us " + std::to_string(p.period_us) +
-                        " x (1 + period_spread " + std::to_string(p.period_spread) +
+                        " x (1 + period_spread " + Num(p.period_spread) +
                         ") is over the kernel's longest period, " +
                         std::to_string(kMaxCfsPeriodUs) + " us: lower one of them");
   if (p.HasQuota() && p.QuotaUs() < kMinCfsUs) {
     int64_t need = static_cast<int64_t>(std::ceil(static_cast<double>(kMinCfsUs) / p.cpu_quota));
-    throw PlatformError(
-        where("period_us") + "cpu_quota " + std::to_string(p.cpu_quota) + " x period_us " +
-        std::to_string(p.period_us) + " = " + std::to_string(p.QuotaUs()) +
-        " us of CPU per period, but the kernel rejects quotas under " + std::to_string(kMinCfsUs) +
-        " us: use period_us >= " + std::to_string(need));
+    throw PlatformError(where("period_us") + "cpu_quota " + Num(p.cpu_quota) + " x period_us " +
+                        std::to_string(p.period_us) + " = " + std::to_string(p.QuotaUs()) +
+                        " us of CPU per period, but the kernel rejects quotas under " +
+                        std::to_string(kMinCfsUs) +
+                        " us: use period_us >= " + std::to_string(need));
   }
 
   std::string net = str("network", false, "host");

@@ -78,6 +78,19 @@ TEST(Platform, SlotPeriodsSpreadAboveThePeriodEachWithItsShare) {
       std::string(kHeader) + "nodes = 4\ncpu_quota = 0.5\nperiod_spread = 0.5\n", "p.toml");
   EXPECT_EQ(wide.SlotPeriodUs(1), 13090);
   EXPECT_EQ(wide.SlotQuotaUs(1), 6545);
+  // A tiny quota's long period leaves the default spread only the room up to the kernel's 1 s.
+  Platform tiny =
+      ParsePlatform(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.00125\n", "p.toml");
+  EXPECT_EQ(tiny.period_us, 800000);
+  EXPECT_DOUBLE_EQ(tiny.period_spread, 0.05);
+  tiny = ParsePlatform(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.001\n", "p.toml");
+  EXPECT_EQ(tiny.period_us, 1000000);
+  EXPECT_DOUBLE_EQ(tiny.period_spread, 0);
+  tiny = ParsePlatform(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.00101\n", "p.toml");
+  EXPECT_LE(tiny.SlotPeriodUs(1), kMaxCfsPeriodUs);
+  EXPECT_NE(ErrorOf(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.0009999\n")
+                .find("p.toml:4: cpu_quota 0.0009999 is under the smallest share"),
+            std::string::npos);
   // No quota, no periods.
   EXPECT_DOUBLE_EQ(ParsePlatform(std::string(kHeader) + "nodes = 2\n", "p.toml").period_spread, 0);
 }
