@@ -33,7 +33,7 @@ done
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
 if ((${#targets[@]} == 0)); then
   targets=(design model platform_table expr csv rank_dump raw_run raw_samples collector smpi_paje
-           callsite_file callsite_live validation_pool)
+           callsite_file callsite_live validation_pool emulated_platform)
 fi
 
 start=$(date +%s)
