@@ -153,7 +153,7 @@ def test_scaling(args):
 # Run by each rank: its CPU and its own slot's CFS limit, read while the slot exists.
 SHOW_SLOT = r"""
 import os, sys, time
-roots = sys.argv[1:]
+outdir, roots = sys.argv[1], sys.argv[2:]
 limit = None
 for line in open("/proc/self/cgroup"):
     ids, controllers, path = line.rstrip("\n").split(":", 2)
@@ -165,9 +165,14 @@ for line in open("/proc/self/cgroup"):
         elif controllers == "" and os.path.exists(d + "/cpu.max"):
             limit = tuple(open(d + "/cpu.max").read().split())
 cpus = sorted(os.sched_getaffinity(0))
-print("rank", os.environ.get("OMPI_COMM_WORLD_RANK"), ",".join(map(str, cpus)),
-      " ".join(limit) if limit else "none none", flush=True)
-time.sleep(1)  # mpirun's output forwarding can lose what a process prints just before it exits
+rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+# A file per rank, not stdout: mpirun's output forwarding can lose what a process prints just
+# before it exits (a CI run lost two of the four lines even with a second's sleep after them).
+tmp = os.path.join(outdir, f".rank{rank}.tmp")
+with open(tmp, "w") as f:
+    f.write(" ".join(["rank", str(rank), ",".join(map(str, cpus)),
+                      " ".join(limit) if limit else "none none"]) + "\n")
+os.rename(tmp, os.path.join(outdir, f"rank{rank}"))
 """
 
 
@@ -178,12 +183,15 @@ def test_pinning(args):
     others distinct and at most 5% longer, every one with a quota of 50% of its period."""
     need()
     usable = sorted(os.sched_getaffinity(0))
-    rc, out = run_exec(args, "emu-4x50-shm",
-                       mpirun(args, "emu-4x50-shm", 4,
-                              [sys.executable, "-c", SHOW_SLOT] + CPU_ROOTS), ranks=4)
-    check(rc == 0, f"4 ranks on emu-4x50-shm exited {rc}")
+    with tempfile.TemporaryDirectory(prefix="invmw-pinning-") as outdir:
+        rc, out = run_exec(args, "emu-4x50-shm",
+                           mpirun(args, "emu-4x50-shm", 4,
+                                  [sys.executable, "-c", SHOW_SLOT, outdir] + CPU_ROOTS), ranks=4)
+        check(rc == 0, f"4 ranks on emu-4x50-shm exited {rc}")
+        lines = [open(os.path.join(outdir, n)).read() for n in sorted(os.listdir(outdir))
+                 if n.startswith("rank")]
     got, limits = {}, {}
-    for line in out.splitlines():
+    for line in lines:
         f = line.split()
         if len(f) == 5 and f[0] == "rank":
             got[f[1]] = f[2]
