@@ -45,13 +45,19 @@ std::vector<ModelDiscrepancy> EstimateModelError(
           std::isfinite(r.measured) && std::isfinite(r.predicted))
         logs[r.point].push_back(std::log(r.measured / r.predicted));
     if (logs.empty()) continue;
-    std::vector<double> abs_mean, var, n;
+    // A point's error is that of the median of its runs (3 or more), as the validation compares
+    // (--statistic median): the mean let one stalled run of a point count as model error, while
+    // the noise below, a median of variances, leaves such runs out. Its noise variance is then
+    // (pi / 2) sigma^2 / n (the median's efficiency), sigma^2 / n for a mean of 1 or 2 runs.
+    std::vector<double> abs_center, var, n, inv_eff;
     for (const auto& [point, e] : logs) {
       double mean = 0;
       for (double x : e) mean += x;
       mean /= e.size();
-      abs_mean.push_back(std::fabs(mean));
+      const bool median = e.size() > 2;
+      abs_center.push_back(std::fabs(median ? Median(e) : mean));
       n.push_back(e.size());
+      inv_eff.push_back((median ? M_PI / 2 : 1.0) / e.size());
       if (e.size() < 2) continue;
       double ss = 0;
       for (double x : e) ss += (x - mean) * (x - mean);
@@ -59,7 +65,7 @@ std::vector<ModelDiscrepancy> EstimateModelError(
     }
     // Median absolute value about zero over the normal's 0.6745: the points' spread without the
     // pull of the few points (stalls, a mis-specified corner) that would dominate a variance.
-    double spread = Median(abs_mean) / 0.674489750196;
+    double spread = Median(abs_center) / 0.674489750196;
     double total = spread * spread;
     double noise = 0;
     if (!var.empty()) {
@@ -72,8 +78,8 @@ std::vector<ModelDiscrepancy> EstimateModelError(
     // Without replications noise and discrepancy cannot be told apart: all of the spread then
     // counts as model error, which does not shrink with the replications (the cautious side).
     double inv_n = 0;
-    for (double x : n) inv_n += 1 / x;
-    inv_n /= n.size();
+    for (double x : inv_eff) inv_n += x;
+    inv_n /= inv_eff.size();
     out[k].points = static_cast<int>(logs.size());
     out[k].noise_sd_log = std::sqrt(noise);
     out[k].model_sd_log = std::sqrt(std::max(0.0, total - noise * inv_n));
