@@ -238,7 +238,7 @@ SlurmPlatform ParseSlurmPlatform(const std::string& text, const std::string& sou
   auto integer = [&](const char* key, int lo, int hi) {
     const toml::node* n = doc.get(key);
     if (!n) return 0;
-    auto v = n->value<int64_t>();
+    auto v = n->value_exact<int64_t>();  // value<int64_t>() casts 1e24 with UB
     if (!v || *v < lo || *v > hi)
       throw std::runtime_error(Where(source, *n) + "'" + key + "' must be an integer from " +
                                std::to_string(lo) + " to " + std::to_string(hi));

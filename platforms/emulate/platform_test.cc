@@ -121,6 +121,16 @@ TEST(Platform, RejectsQuotaUnderTheKernelMinimumNamingTheFix) {
 TEST(Platform, ErrorsNameFileLineAndField) {
   EXPECT_NE(ErrorOf(std::string(kHeader) + "nodes = 0\n").find("p.toml:3: 'nodes'"),
             std::string::npos);
+  // A float where an integer belongs is refused, not cast (1e24 overflowed the cast: a fuzzer
+  // found it under UBSan; fuzz/regressions/emulated_platform/float-nodes-1e24.toml).
+  for (const char* v : {"1e24", "4.0", "-1e300"})
+    EXPECT_NE(ErrorOf(std::string(kHeader) + "nodes = " + v + "\n")
+                  .find("p.toml:3: 'nodes' must be an integer from 1 to 1024"),
+              std::string::npos)
+        << v;
+  EXPECT_NE(ErrorOf(std::string(kHeader) + "nodes = 2\ncpu_quota = 0.5\nperiod_us = 1e24\n")
+                .find("p.toml:5: 'period_us' must be an integer"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kHeader) + "cpu_quota = 1.5\nnodes = 2\n").find("p.toml:3:"),
             std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kHeader) + "network = \"ib\"\n").find("expected \"shm\""),
