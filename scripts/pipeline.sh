@@ -34,7 +34,9 @@
 # count its own spread needs for that floor (validate's last column) and at most K in all
 # (default 15: about 10 minutes on the full pipeline with plfD's spreads; 7 with --quick).
 # The held-out validation on the reference gets the same, unpaired (without the replications
-# its first target's partners already add). K <= the design's replications: no extra stage.
+# its first target's partners already add), and so do the calibration design's points on the
+# reference and the reverse platform (then the reference is fitted again on all its runs).
+# K <= the validation design's replications: no extra stage.
 # Logged in validation/extra-replications.txt.
 # Skipped with --from (nothing measured).
 set -euo pipefail
@@ -303,11 +305,13 @@ first_replications() {
 # replication by replication, each point over the floor in turn; with a partner design, every
 # target run right after the reference's run of the same point and replication; without one
 # (the held-out reference itself), unpaired and without the replications already scheduled.
-extra_stream() {  # platform partner-design-or-empty
-  local before
+# A calibration design's stream (extra_stream P "" DESIGN FIRST STEM) is unpaired the same way:
+# its runs are the fit's rows, each point's count chosen from its own spread.
+extra_stream() {  # platform partner-design-or-empty [design first-replications first-pass-stem]
+  local before d=${3:-$validation} f=${4:-$first} stem=${5:-$1} kind=${6:-held-out}
   before=$(wc -l < "$schedule.unsorted")
-  awk -v t="$1" -v rd="$2" -v first="$first" -v cap="$max_replications" \
-      -v target="$floor_target" -v j="$streams" -v r="$ref" -v d="$validation" \
+  awk -v t="$1" -v rd="$2" -v first="$f" -v cap="$max_replications" \
+      -v target="$floor_target" -v j="$streams" -v r="$ref" -v d="$d" -v kind="$kind" \
       -v sched="$schedule.unsorted" '
     FILENAME == sched { if (rd == "" && $4 == "run" && $5 == d && $6 == t) have[$7 " " $8] = 1
                         next }
@@ -345,11 +349,11 @@ extra_stream() {  # platform partner-design-or-empty
         printf "%s: %d of %d points over the %s%% floor get %d extra runs, each beside a " \
                "reference run (%s)\n", t, no + 0, no + nq, target, runs + 0, no ? got : "none"
       else
-        printf "%s (held-out, unpaired): %d of %d points over the %s%% floor get %d extra " \
-               "runs\n", t, no + 0, no + nq, target, runs + 0
+        printf "%s (%s, unpaired): %d of %d points over the %s%% floor get %d extra " \
+               "runs\n", t, kind, no + 0, no + nq, target, runs + 0
       for (o = 1; o <= no; o++) print over[o]
       for (o = 1; o <= nq; o++) print quiet[o]
-    }' "$schedule.unsorted" "$out/validation/first-pass/$1.txt" >> "$log.tmp"
+    }' "$schedule.unsorted" "$out/validation/first-pass/$stem.txt" >> "$log.tmp"
   (($(wc -l < "$schedule.unsorted") == before)) || streams=$((streams + 1))
 }
 extra_replications() {
@@ -367,8 +371,10 @@ extra_replications() {
     "that count, at most $max_replications" \
     "(--max-replications), each target run with the reference's run of the same point and" \
     "replication right before it (schedule-extra.txt); the held-out validation on $ref the" \
-    "same, unpaired. Per target and the held-out: each point, its floor before the extra runs," \
-    "and what it got." > "$log.tmp"
+    "same, unpaired, and the calibration design's points on $ref${reverse:+ and $reverse}" \
+    "(first pass: validation/first-pass/calibration-P.*), unpaired. Per target, the held-out" \
+    "and the calibrations: each point, its floor before the extra runs, and what it got." \
+    > "$log.tmp"
   for t in "${targets[@]}"; do
     "$invmw" validate --model "$model" --design "$validation" --platform "$t" --db "$db" \
       --table "$out/tables/$t.toml" --reference "$out/tables/calibrated.toml" \
@@ -386,6 +392,22 @@ extra_replications() {
     --floor-target "$floor_target" \
     --out "$out/validation/first-pass/$ref.json" > "$out/validation/first-pass/$ref.txt"
   extra_stream "$ref" ""
+  # The calibration design on the reference (and the reverse's platform): its points are the
+  # fit's rows, three runs each in the first pass; a median of 3 at plfQ's p = 1 spread (sd(log)
+  # 0.09-0.10 per run) is itself 7% off, and that draw went into every target's prediction
+  # (plfQ: the same 4-8% on all four 50% platforms). A point over the floor gets runs up to what
+  # its spread needs, at most the cap, unpaired. With the count proportional to the variance
+  # (the FOR column), equal row weights give each point about the same weight n / sigma^2.
+  local c cfirst
+  cfirst=$(awk -F' = ' '/^replications = / { print $2; exit }' "$designs/$calibration.toml")
+  for c in "$ref" ${reverse:+"$reverse"}; do
+    "$invmw" validate --model "$model" --design "$calibration" --platform "$c" --db "$db" \
+      --table "$out/tables/$([[ $c == "$ref" ]] && echo calibrated || echo "$c").toml" \
+      --label "$c calibration (first pass)" --floor-target "$floor_target" \
+      --out "$out/validation/first-pass/calibration-$c.json" \
+      > "$out/validation/first-pass/calibration-$c.txt"
+    extra_stream "$c" "" "$calibration" "$cfirst" "calibration-$c" "calibration $calibration"
+  done
   mv "$log.tmp" "$log"
   # The output: each target's line and its points over the floor (the file has every point).
   awk '/ points over the .* floor get / || /^  point .*\(\+[0-9]+(, .*)?\)$/ { print "  " $0 }' "$log"
@@ -402,6 +424,8 @@ extra_replications() {
       sed -i "s/^replications = .*/replications = $max_replications/" "$f"
     done
   done
+  ((max_replications <= cfirst)) ||
+    sed -i "s/^replications = .*/replications = $max_replications/" "$designs/$calibration.toml"
   sort_schedule
   run_schedule
   schedule=$out/schedule.txt
@@ -534,7 +558,8 @@ if [[ $schedule_only -eq 1 ]]; then
     echo "then adaptive extra replications (not in this schedule): each target's validation" \
       "points whose noise floor exceeds $floor_target% after this schedule get more, paired" \
       "with the" \
-      "reference, up to $max_replications per point (--max-replications)"
+      "reference, up to $max_replications per point (--max-replications); so do the" \
+      "calibration points, unpaired"
   else
     echo "no extra replications (--max-replications $max_replications <= the validation" \
       "design's $(first_replications))"
@@ -557,9 +582,14 @@ calibrate "$ref" calibrated
 cp "$out/calibrated.json" "$out/fit.json"  # the report's and the plots' fit
 
 if [[ -z $from ]] && ((max_replications > $(first_replications))); then
-  step "extra replications where the noise is: validation points over a $floor_target% floor," \
-    "up to $max_replications per point, each paired with $ref beside it"
+  step "extra replications where the noise is: validation and calibration points over a" \
+    "$floor_target% floor, up to $max_replications per point, the targets' each paired with" \
+    "$ref beside it"
   extra_replications
+  # The fit again, with the calibration points' extra runs.
+  step "fit of the $model model on $ref, with the extra calibration runs"
+  calibrate "$ref" calibrated
+  cp "$out/calibrated.json" "$out/fit.json"
 fi
 
 # Transfer checks (issue 20, item 6): the calibration design's runs predicted through the

@@ -316,7 +316,12 @@ def check_extra_replications(out, db, extra):
     _, want_r = wanted(os.path.join(fp, "emu-4x50-shm.json"))
     log = open(os.path.join(out, "validation", "extra-replications.txt")).read()
     total, target = first["total"], first["floor_target_pct"]
-    target_lines, held_lines = log.split("\nemu-4x50-shm (held-out, unpaired): ")
+    target_lines, rest = log.split("\nemu-4x50-shm (held-out, unpaired): ")
+    held_lines, calib_lines = rest.split(
+        "\nemu-4x50-shm (calibration pipeline-quick, unpaired): ")
+    calib = check_extra_calibration(out, db, [x for x in extra if x[1] == "pipeline-quick"],
+                                    calib_lines)
+    extra = [x for x in extra if x[1] != "pipeline-quick"]
     boosted = 0
     for point, (want, floor, need) in want_t.items():
         boosted += want > 5
@@ -351,7 +356,45 @@ def check_extra_replications(out, db, extra):
     held = sum(max(0, w - max(5, want_t[p][0])) for p, (w, _, _) in want_r.items())
     assert len(extra) == 2 * paired + held, (paired, held, extra)
     print("extra replications: %d of %d points over the %g%% floor, %d extra runs (%d on the "
-          "held-out reference alone)" % (boosted, len(first["points"]), target, len(extra), held))
+          "held-out reference alone); calibration: %d extra runs" % (
+              boosted, len(first["points"]), target, len(extra), held, calib))
+
+
+def check_extra_calibration(out, db, extra, lines):
+    """The calibration design's points on the reference: runs up to what each point's spread
+    needs for the floor (capped), unpaired, and the fit refitted on all of them."""
+    first = json.load(open(os.path.join(out, "validation", "first-pass",
+                                        "calibration-emu-4x50-shm.json")))
+    total, target = first["total"], first["floor_target_pct"]
+    assert target == QUICK_FLOOR_TARGET, target
+    expected = 0
+    for vp in first["points"]:
+        r = vp["responses"][total]
+        floor, need, point = r["noise_floor_pct"], r["replications_for_floor"], vp["point"]
+        assert r["replications"] == 3, (point, r["replications"])
+        want = min(need, QUICK_CAP) if floor is not None and floor > target and need > 3 else 3
+        reps = sorted(x for (x,) in db.execute(
+            "SELECT replication FROM runs WHERE design = 'pipeline-quick' AND "
+            "platform = 'emu-4x50-shm' AND point = ?", (point,)))
+        assert reps == list(range(want)), \
+            f"calibration point {point}: floor {floor}% needs {need}, expected replications " \
+            f"0..{want - 1}, the database has {reps}"
+        if want > 3:
+            assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d, 0 of them "
+                             r"beside the first target\)$" % (point, want, want - 3), lines,
+                             re.M), f"log lacks calibration point {point}:\n{lines}"
+        else:
+            assert re.search(r"^  point %d \(.*: no extra$" % point, lines, re.M), lines
+        expected += want - 3
+    assert len(extra) == expected and all(x[2] == "emu-4x50-shm" and int(x[4]) >= 3
+                                          for x in extra), (expected, extra)
+    # The fit is the one over every calibration run, extra ones included.
+    fit = json.load(open(os.path.join(out, "fit.json")))
+    (runs,) = db.execute("SELECT COUNT(*) FROM runs WHERE design = 'pipeline-quick' AND "
+                         "platform = 'emu-4x50-shm' AND status = 'ok'").fetchone()
+    rows = {r["row"] for r in fit["residuals"]}
+    assert len(rows) == runs, f"the fit has {len(rows)} rows, the database {runs} calibration runs"
+    return len(extra)
 
 
 def main():
@@ -462,7 +505,8 @@ def main():
         rdir = os.path.join(out, "replay")
         replays = sorted(f for f in os.listdir(rdir) if f.endswith(".json"))
         # As many as the reference's validation runs: one per target run (pairs in the schedule).
-        tgt_all = len(tgt) + sum(1 for x in extra if x[0] == "run" and x[2] == "emu-4x50-shm")
+        tgt_all = len(tgt) + sum(1 for x in extra if x[0] == "run" and x[2] == "emu-4x50-shm" and
+                                 x[1] == "validation-quick")
         assert len(replays) == tgt_all, \
             f"expected {tgt_all} replays (one per validation run of the reference): {replays}"
         for f in replays:
