@@ -173,7 +173,9 @@ Platform ParseSimulated(const toml::table& doc, const std::string& source) {
   p.table = str("table", true, "");
   const toml::node* n = doc.get("nodes");
   if (!n) throw PlatformError(source + ": missing 'nodes' (simulated hosts, an integer)");
-  auto v = n->value_exact<int64_t>();  // value<int64_t>() casts 1e24 with UB
+  // value_exact, here and below: value<int64_t>() would convert a float such as 1e24 with
+  // undefined behaviour instead of refusing it.
+  auto v = n->value_exact<int64_t>();
   if (!v || *v < 2 || *v > 1000000)
     throw PlatformError(where("nodes") +
                         "'nodes' must be an integer from 2 to 1000000 "
@@ -253,7 +255,7 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
 
   const char* nodes_key = doc.get("nodes") ? "nodes" : "ranks";
   if (const toml::node* n = doc.get(nodes_key)) {
-    auto v = n->value_exact<int64_t>();  // value<int64_t>() casts 1e24 with UB
+    auto v = n->value_exact<int64_t>();
     if (!v || *v < 1 || *v > 1024)
       throw PlatformError(where(nodes_key) + "'" + nodes_key +
                           "' must be an integer from 1 to 1024 (virtual nodes, one rank each)");
@@ -270,7 +272,7 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
   if (p.HasQuota() && p.nodes == 0)
     throw PlatformError(source + ": 'cpu_quota' needs 'nodes' (how many rank slots get it)");
   if (const toml::node* n = doc.get("period_us")) {
-    auto v = n->value_exact<int64_t>();  // value<int64_t>() casts 1e24 with UB
+    auto v = n->value_exact<int64_t>();
     if (!v || *v < kMinCfsUs || *v > kMaxCfsPeriodUs)
       throw PlatformError(where("period_us") + "'period_us' must be an integer from " +
                           std::to_string(kMinCfsUs) + " to " + std::to_string(kMaxCfsPeriodUs));
@@ -348,7 +350,7 @@ Platform ParsePlatform(const std::string& text, const std::string& source) {
       throw PlatformError(where("burst") + "'burst' is '" + burst +
                           "'; expected a size in bytes, k/kb or m/mb (e.g. \"80kb\")");
     if (const toml::node* n = doc.get("mtu")) {
-      auto v = n->value_exact<int64_t>();  // value<int64_t>() casts 1e24 with UB
+      auto v = n->value_exact<int64_t>();
       if (!v || *v < kMinMtu || *v > kLoopbackMtu)
         throw PlatformError(where("mtu") + "'mtu' must be a whole number of bytes from " +
                             std::to_string(kMinMtu) + " to " + std::to_string(kLoopbackMtu));

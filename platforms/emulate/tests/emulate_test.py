@@ -152,7 +152,7 @@ def test_scaling(args):
 
 # Run by each rank: its CPU and its own slot's CFS limit, read while the slot exists.
 SHOW_SLOT = r"""
-import os, sys, time
+import os, sys
 outdir, roots = sys.argv[1], sys.argv[2:]
 limit = None
 for line in open("/proc/self/cgroup"):
@@ -184,9 +184,9 @@ def test_pinning(args):
     need()
     usable = sorted(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="invmw-pinning-") as outdir:
-        rc, out = run_exec(args, "emu-4x50-shm",
-                           mpirun(args, "emu-4x50-shm", 4,
-                                  [sys.executable, "-c", SHOW_SLOT, outdir] + CPU_ROOTS), ranks=4)
+        rc, _ = run_exec(args, "emu-4x50-shm",
+                         mpirun(args, "emu-4x50-shm", 4,
+                                [sys.executable, "-c", SHOW_SLOT, outdir] + CPU_ROOTS), ranks=4)
         check(rc == 0, f"4 ranks on emu-4x50-shm exited {rc}")
         lines = [open(os.path.join(outdir, n)).read() for n in sorted(os.listdir(outdir))
                  if n.startswith("rank")]
