@@ -401,9 +401,13 @@ extra_replications() {
   local c cfirst
   cfirst=$(awk -F' = ' '/^replications = / { print $2; exit }' "$designs/$calibration.toml")
   for c in "$ref" ${reverse:+"$reverse"}; do
+    # Only the floors matter here; the reverse platform's probed table has no fitted parameters,
+    # so its predictions are transferred from the reference's fit as the targets' are.
+    local tables=(--table "$out/tables/calibrated.toml")
+    [[ $c == "$ref" ]] ||
+      tables=(--table "$out/tables/$c.toml" --reference "$out/tables/calibrated.toml")
     "$invmw" validate --model "$model" --design "$calibration" --platform "$c" --db "$db" \
-      --table "$out/tables/$([[ $c == "$ref" ]] && echo calibrated || echo "$c").toml" \
-      --label "$c calibration (first pass)" --floor-target "$floor_target" \
+      "${tables[@]}" --label "$c calibration (first pass)" --floor-target "$floor_target" \
       --out "$out/validation/first-pass/calibration-$c.json" \
       > "$out/validation/first-pass/calibration-$c.txt"
     extra_stream "$c" "" "$calibration" "$cfirst" "calibration-$c" "calibration $calibration"
