@@ -331,7 +331,7 @@ extra_stream() {  # platform partner-design-or-empty [design first-replications 
       for (k = first; k < want; k++) add += !((pt[no] " " k) in have)
       beside_first = sprintf(", %d of them beside the first target", want - first - add)
       over[no] = sprintf("%s: %d replications (+%d%s)", desc, want, want - first,
-                         rd != "" ? "" : beside_first)
+                         rd != "" || kind != "held-out" ? "" : beside_first)
       runs += add; count[add]++
     }
     END {
