@@ -5,7 +5,11 @@
   configured rate, 12.5 MB/s (MB = 10^6 bytes).
 - On emu-8x25-shm (25% of a core per virtual node) every probed kernel time (a2, a3, a4) is about
   4 times that on emu-2x100-shm (a full core): the median over three side-by-side pairs of
-  probes (taken in alternation) of the pair's ratio is between 3.2 and 4.8.
+  probes (taken in alternation) of the pair's ratio is between 2.5 and 4.8. The lower bound is
+  loose because the host's slow spells slow a full core's wall time and hardly a quota'd one
+  (a quarter core waits for its quota anyway): in one run all three full-core probes were 1.8x
+  slower than a minute before, over 30 s, and the ratios 2.4-3.1. 2.5 still tells a quarter of
+  a core from a half (2).
 - On emu-8x25-shm the stall-aware b5 (probe-barrier --compute-us: rank 0 polls away its 25%
   quota while the other rank computes, so it is throttled for most arrivals) is at least 0.5 ms
   and at least the tight-loop barrier time, measures.barrier_loop (issue 20).
@@ -74,9 +78,9 @@ def main():
             s, f = [t.get(k) for t in slow], [t.get(k) for t in full]
             ratios = sorted(a / b for a, b in zip(s, f) if a is not None and b)
             ratio = ratios[1] if len(ratios) == 3 else float("nan")
-            et.check(3.2 <= ratio <= 4.8,
+            et.check(2.5 <= ratio <= 4.8,
                      f"{k} at 25% of a core is {ratio:.2f} x that at a full core, median of the "
-                     f"pairs {[round(r, 2) for r in ratios]} (3.2..4.8; 25%: {s}, full: {f})")
+                     f"pairs {[round(r, 2) for r in ratios]} (2.5..4.8; 25%: {s}, full: {f})")
     et.check(not et.resources(), f"no invmw cgroup or namespace left: {et.resources()}")
     if et.failures:
         sys.exit(f"{len(et.failures)} check(s) failed")
