@@ -3,19 +3,22 @@
 
 - On emu-4x50-100mbit (TCP through a 100 Mbit/s token bucket) the probed a1 is within 20% of the
   configured rate, 12.5 MB/s (MB = 10^6 bytes).
-- On emu-8x25-shm (25% of a core per virtual node) every probed kernel time (a2, a3, a4) is about
-  4 times that on emu-2x100-shm (a full core): the median over three side-by-side pairs of
-  probes (taken in alternation) of the pair's ratio is between 2.5 and 4.8. The lower bound is
-  loose because the host's slow spells slow a full core's wall time and hardly a quota'd one
-  (a quarter core waits for its quota anyway): in one run all three full-core probes were 1.8x
-  slower than a minute before, over 30 s, and the ratios 2.4-3.1. 2.5 still tells a quarter of
-  a core from a half (2).
+- On emu-8x25-shm (25% of a core per virtual node) every kernel time (pair_check, pair_energy,
+  bonded: a2, a3, a4) is about 4 times that on emu-2x100-shm (a full core): between 3.0 and 5.0
+  times, each side's fastest of 12 replications (kernels-only probes, 3 replications each, 4 of
+  each platform in alternation). The host has slow spells at every time scale that only ever
+  slow a measurement (a full core's pair_check 1.6-3.1e-9 s within 20 s; a full core 1.8x
+  slower for 30 s; once the quarter core's probes 40% slow), and they hit a full core's wall
+  time and a quota'd one differently: means, and the fastest of a few replications, moved the
+  ratio to 2.4-6.3 with the emulator unchanged. The fastest replication is what the pipeline's
+  transfer rule uses for the same reason.
 - On emu-8x25-shm the stall-aware b5 (probe-barrier --compute-us: rank 0 polls away its 25%
   quota while the other rank computes, so it is throttled for most arrivals) is at least 0.5 ms
   and at least the tight-loop barrier time, measures.barrier_loop (issue 20).
 - No cgroup or namespace of the probes is left behind.
 Needs root, a cgroup cpu controller and network namespaces; exits 77 (skipped) otherwise."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -47,9 +50,29 @@ def probe(invmw, platform, out):
         m = re.match(r"(\w+)\s*=\s*\{\s*value\s*=\s*([-+0-9.eE]+)", line.strip())
         if m and section == "parameters":
             values[m.group(1)] = float(m.group(2))
-        if m and section == "measures":
-            values["measures." + m.group(1)] = float(m.group(2))
+        if m and section in ("measures", "kernels"):
+            values[section + "." + m.group(1)] = float(m.group(2))
     return values
+
+
+KERNEL_OPTS = ["--only", "kernels", "--kernel-replications", "3", "--n", "3000", "--kernel-reps",
+               "2"]
+KERNELS = {"pair_check": "a2", "pair_energy": "a3", "bonded": "a4"}
+
+
+def kernel_times(invmw, platform, raw):
+    """Each kernel's times per unit from a kernels-only probe's raw records."""
+    cmd = [invmw, "platform", "probe", "--quiet", "--force", "--name", platform, "--platform",
+           platform, "--raw", raw] + KERNEL_OPTS
+    r = subprocess.run(cmd, capture_output=True, text=True, env=et.ENV, timeout=120)
+    if r.returncode != 0:
+        sys.exit(f"FAIL {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    times = {}
+    for line in open(raw):
+        rec = json.loads(line)
+        if rec.get("probe") == "kernel" and rec.get("kernel") in KERNELS:
+            times.setdefault(KERNELS[rec["kernel"]], []).append(rec["per_unit_s"])
+    return times
 
 
 def main():
@@ -61,26 +84,27 @@ def main():
         net = probe(args.invmw, "emu-4x50-100mbit", os.path.join(tmp, "net.toml"))
         et.check("a1" in net and abs(net["a1"] - 12.5) <= 0.2 * 12.5,
                  f"100 Mbit/s platform: probed a1 {net.get('a1')} MB/s within 20% of 12.5")
-        # Side by side, three times in alternation, and the median of the three pairs' ratios:
-        # a transient slowdown of the machine during one probe (a full-core a2 once came out
-        # 37% slower in one probe than in the next, and a full-core probe 30% slow in CI)
-        # spoils one pair's ratio and not the median, and slow drifts hit both sides of a pair.
-        slow, full = [], []
-        for i in range(3):
-            slow.append(probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, f"slow{i}.toml")))
-            full.append(probe(args.invmw, "emu-2x100-shm", os.path.join(tmp, f"full{i}.toml")))
-        for t in slow:
+        # The stall-aware barrier on the quarter core, twice.
+        for i in range(2):
+            t = probe(args.invmw, "emu-8x25-shm", os.path.join(tmp, f"slow{i}.toml"))
             et.check("b5" in t and "measures.barrier_loop" in t and t["b5"] >= 5e-4 and
                      t["b5"] >= t["measures.barrier_loop"],
                      f"25% of a core: stall-aware b5 {t.get('b5')} s >= 0.5 ms and >= the "
                      f"tight-loop barrier {t.get('measures.barrier_loop')} s")
+        slow, full = {}, {}
+        for i in range(4):
+            for platform, into in (("emu-8x25-shm", slow), ("emu-2x100-shm", full)):
+                raw = os.path.join(tmp, f"kernels-{platform}-{i}.jsonl")
+                for k, v in kernel_times(args.invmw, platform, raw).items():
+                    into.setdefault(k, []).extend(v)
         for k in ("a2", "a3", "a4"):
-            s, f = [t.get(k) for t in slow], [t.get(k) for t in full]
-            ratios = sorted(a / b for a, b in zip(s, f) if a is not None and b)
-            ratio = ratios[1] if len(ratios) == 3 else float("nan")
-            et.check(2.5 <= ratio <= 4.8,
-                     f"{k} at 25% of a core is {ratio:.2f} x that at a full core, median of the "
-                     f"pairs {[round(r, 2) for r in ratios]} (2.5..4.8; 25%: {s}, full: {f})")
+            s, f = slow.get(k, []), full.get(k, [])
+            ok = len(s) == 12 and len(f) == 12 and min(f) > 0
+            ratio = min(s) / min(f) if ok else float("nan")
+            et.check(ok and 3.0 <= ratio <= 5.0,
+                     f"{k} at 25% of a core is {ratio:.2f} x that at a full core, fastest of "
+                     f"{len(s)} and {len(f)} replications (3.0..5.0; 25%: "
+                     f"{[float('%.3g' % x) for x in s]}, full: {[float('%.3g' % x) for x in f]})")
     et.check(not et.resources(), f"no invmw cgroup or namespace left: {et.resources()}")
     if et.failures:
         sys.exit(f"{len(et.failures)} check(s) failed")

@@ -295,25 +295,47 @@ QUICK_CAP = 7  # pipeline.sh --quick: --max-replications' default
 QUICK_FLOOR_TARGET = 0.25  # and its floor target
 
 
+def wanted(path, first_reps):
+    """A first-pass validation's points: (replications each should end with, floor, need)."""
+    first = json.load(open(path))
+    total, target = first["total"], first["floor_target_pct"]
+    assert target == QUICK_FLOOR_TARGET, target
+    want = {}
+    for vp in first["points"]:
+        r = vp["responses"][total]
+        floor, need = r["noise_floor_pct"], r["replications_for_floor"]
+        assert r["replications"] >= first_reps, (vp["point"], r["replications"])
+        want[vp["point"]] = (min(need, QUICK_CAP) if floor is not None and floor > target and
+                             need > first_reps else first_reps, floor, need)
+    return first, want
+
+
+def check_reps(db, design, plat, point, want, floor, need):
+    """The database holds replications 0..want-1 of the point, no more, no fewer."""
+    reps = sorted(x for (x,) in db.execute(
+        "SELECT replication FROM runs WHERE design = ? AND platform = ? AND point = ?",
+        (design, plat, point)))
+    assert reps == list(range(want)), \
+        f"{design} point {point} on {plat}: floor {floor}% needs {need}, expected " \
+        f"replications 0..{want - 1}, the database has {reps}"
+
+
+def check_log_line(lines, point, want, first_reps):
+    """The extra-replications log names the point with what it got (unpaired or paired)."""
+    if want > first_reps:
+        assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d\)$" % (
+            point, want, want - first_reps), lines, re.M), f"log lacks point {point}:\n{lines}"
+    else:
+        assert re.search(r"^  point %d \(.*: no extra$" % point, lines, re.M), lines
+
+
 def check_extra_replications(out, db, extra):
     """The adaptive stage: the points over a 2% floor after the first pass got replications up to
     what their spread needs (capped), paired with the reference; the others kept the first's."""
-    def wanted(path):
-        first = json.load(open(path))
-        total, target = first["total"], first["floor_target_pct"]
-        assert target == QUICK_FLOOR_TARGET, target
-        want = {}
-        for vp in first["points"]:
-            r = vp["responses"][total]
-            floor, need = r["noise_floor_pct"], r["replications_for_floor"]
-            want[vp["point"]] = (min(need, QUICK_CAP) if floor is not None and floor > target and
-                                 need > 5 else 5, floor, need)
-        return first, want
-
     fp = os.path.join(out, "validation", "first-pass")
-    first, want_t = wanted(os.path.join(fp, "emu-4x50-100mbit.json"))
+    first, want_t = wanted(os.path.join(fp, "emu-4x50-100mbit.json"), 5)
     # The held-out validation on the reference (the target's partners) gets its own, unpaired.
-    _, want_r = wanted(os.path.join(fp, "emu-4x50-shm.json"))
+    _, want_r = wanted(os.path.join(fp, "emu-4x50-shm.json"), 5)
     log = open(os.path.join(out, "validation", "extra-replications.txt")).read()
     total, target = first["total"], first["floor_target_pct"]
     target_lines, rest = log.split("\nemu-4x50-shm (held-out, unpaired): ")
@@ -327,17 +349,8 @@ def check_extra_replications(out, db, extra):
         boosted += want > 5
         for plat, expect in (("emu-4x50-100mbit", want),
                              ("emu-4x50-shm", max(want, want_r[point][0]))):
-            reps = sorted(x for (x,) in db.execute(
-                "SELECT replication FROM runs WHERE design = ? AND platform = ? AND point = ?",
-                ("validation-quick", plat, point)))
-            assert reps == list(range(expect)), \
-                f"point {point} on {plat}: floor {floor}% needs {need}, expected " \
-                f"replications 0..{expect - 1}, the database has {reps}"
-        if want > 5:
-            assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d\)$" % (
-                point, want, want - 5), target_lines, re.M), f"log lacks point {point}:\n{log}"
-        else:
-            assert re.search(r"^  point %d \(.*: no extra$" % point, target_lines, re.M), log
+            check_reps(db, "validation-quick", plat, point, expect, floor, need)
+        check_log_line(target_lines, point, want, 5)
     for point, (want, floor, need) in want_r.items():
         if want > 5:
             assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d, %d of them "
@@ -363,27 +376,12 @@ def check_extra_replications(out, db, extra):
 def check_extra_calibration(out, db, extra, lines):
     """The calibration design's points on the reference: runs up to what each point's spread
     needs for the floor (capped), unpaired, and the fit refitted on all of them."""
-    first = json.load(open(os.path.join(out, "validation", "first-pass",
-                                        "calibration-emu-4x50-shm.json")))
-    total, target = first["total"], first["floor_target_pct"]
-    assert target == QUICK_FLOOR_TARGET, target
+    _, want_c = wanted(os.path.join(out, "validation", "first-pass",
+                                    "calibration-emu-4x50-shm.json"), 3)
     expected = 0
-    for vp in first["points"]:
-        r = vp["responses"][total]
-        floor, need, point = r["noise_floor_pct"], r["replications_for_floor"], vp["point"]
-        assert r["replications"] == 3, (point, r["replications"])
-        want = min(need, QUICK_CAP) if floor is not None and floor > target and need > 3 else 3
-        reps = sorted(x for (x,) in db.execute(
-            "SELECT replication FROM runs WHERE design = 'pipeline-quick' AND "
-            "platform = 'emu-4x50-shm' AND point = ?", (point,)))
-        assert reps == list(range(want)), \
-            f"calibration point {point}: floor {floor}% needs {need}, expected replications " \
-            f"0..{want - 1}, the database has {reps}"
-        if want > 3:
-            assert re.search(r"^  point %d \(.*\): floor .*: %d replications \(\+%d\)$" % (
-                point, want, want - 3), lines, re.M), f"log lacks point {point}:\n{lines}"
-        else:
-            assert re.search(r"^  point %d \(.*: no extra$" % point, lines, re.M), lines
+    for point, (want, floor, need) in want_c.items():
+        check_reps(db, "pipeline-quick", "emu-4x50-shm", point, want, floor, need)
+        check_log_line(lines, point, want, 3)
         expected += want - 3
     assert len(extra) == expected and all(x[2] == "emu-4x50-shm" and int(x[4]) >= 3
                                           for x in extra), (expected, extra)
