@@ -34,12 +34,18 @@ OPTS = ["--replications", "2", "--sizes", "0,1024,65536,262144,1048576", "--ping
         "--barrier-compute-us", "2000", "--barrier-rounds", "100"]
 
 
-def probe(invmw, platform, out):
+def run_probe(invmw, platform, args, timeout):
+    """`invmw platform probe` of a platform with ARGS; the test fails when it does."""
     cmd = [invmw, "platform", "probe", "--quiet", "--force", "--name", platform, "--platform",
-           platform, "--out", out] + OPTS
-    r = subprocess.run(cmd, capture_output=True, text=True, env=et.ENV, timeout=240)
+           platform] + args
+    r = subprocess.run(cmd, capture_output=True, text=True, env=et.ENV, timeout=timeout)
     if r.returncode != 0:
         sys.exit(f"FAIL {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def probe(invmw, platform, out):
+    r = run_probe(invmw, platform, ["--out", out] + OPTS, 240)
     print(r.stdout.strip())
     values = {}
     section = None
@@ -50,8 +56,8 @@ def probe(invmw, platform, out):
         m = re.match(r"(\w+)\s*=\s*\{\s*value\s*=\s*([-+0-9.eE]+)", line.strip())
         if m and section == "parameters":
             values[m.group(1)] = float(m.group(2))
-        if m and section in ("measures", "kernels"):
-            values[section + "." + m.group(1)] = float(m.group(2))
+        if m and section == "measures":
+            values["measures." + m.group(1)] = float(m.group(2))
     return values
 
 
@@ -62,11 +68,7 @@ KERNELS = {"pair_check": "a2", "pair_energy": "a3", "bonded": "a4"}
 
 def kernel_times(invmw, platform, raw):
     """Each kernel's times per unit from a kernels-only probe's raw records."""
-    cmd = [invmw, "platform", "probe", "--quiet", "--force", "--name", platform, "--platform",
-           platform, "--raw", raw] + KERNEL_OPTS
-    r = subprocess.run(cmd, capture_output=True, text=True, env=et.ENV, timeout=120)
-    if r.returncode != 0:
-        sys.exit(f"FAIL {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    run_probe(invmw, platform, ["--raw", raw] + KERNEL_OPTS, 120)
     times = {}
     for line in open(raw):
         rec = json.loads(line)
